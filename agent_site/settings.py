@@ -1,0 +1,274 @@
+"""Settings for agent-artifacts: one file, driven by the environment.
+
+With no environment at all this runs the embedded default: SQLite, the in-memory channel
+layer and blobs on local disk, all under ``./var``. ``DATABASE_URL``, ``REDIS_URL`` and the
+storage variables switch to the scale profile. Every variable is listed in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(
+        f"{name} must be one of 1/0, true/false, yes/no, on/off; got {raw!r}."
+    )
+
+
+def env_int(name: str, default: int, *, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a whole number; got {raw!r}.") from None
+    if value < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}; got {value}.")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def database_from_url(url: str) -> dict:
+    """Turn ``postgres://user:pass@host:port/name?opt=v`` or ``sqlite:///path`` into a DATABASES entry."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    options = dict(parse_qsl(parts.query))
+    if scheme in {"postgres", "postgresql", "pgsql"}:
+        name = unquote(parts.path.lstrip("/"))
+        if not name:
+            raise ImproperlyConfigured(
+                "DATABASE_URL names no database: add /<name> after the host."
+            )
+        pool = options.pop("pool", "").lower() in {"1", "true", "yes", "on"}
+        config: dict = {
+            "ENGINE": "django.db.backends.postgresql",
+            "NAME": name,
+            "USER": unquote(parts.username or ""),
+            "PASSWORD": unquote(parts.password or ""),
+            "HOST": parts.hostname or "",
+            "PORT": str(parts.port or ""),
+            # Under ASGI every request may run on another thread: persistent connections leak.
+            "CONN_MAX_AGE": 0,
+            "OPTIONS": options,
+        }
+        if pool:
+            config["OPTIONS"]["pool"] = {
+                "min_size": 1,
+                "max_size": env_int("DATABASE_POOL_SIZE", 10, minimum=1),
+            }
+        return config
+    if scheme == "sqlite":
+        path = unquote(parts.path)
+        if path.startswith("/") and not url.startswith("sqlite:////"):
+            path = path[1:]
+        if not path:
+            raise ImproperlyConfigured(
+                "DATABASE_URL sqlite:/// needs a file path, e.g. sqlite:///var/db.sqlite3."
+            )
+        return sqlite_database(Path(path) if Path(path).is_absolute() else BASE_DIR / path)
+    raise ImproperlyConfigured(
+        f"DATABASE_URL scheme {scheme!r} is not supported: use postgres://… or sqlite:///…."
+    )
+
+
+def sqlite_database(path: Path) -> dict:
+    # DESIGN.md §2: SQLite as a real embedded database. IMMEDIATE makes concurrent writers queue
+    # on the busy timeout instead of failing with "database is locked" on lock upgrade.
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": path,
+        "OPTIONS": {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        },
+        "TEST": {
+            "NAME": path.with_name(
+                f"test_{path.stem}{os.environ.get('PYTEST_XDIST_WORKER', '')}.sqlite3"
+            )
+        },
+    }
+
+
+DATA_DIR = Path(os.environ.get("ARTIFACTS_DATA_DIR", BASE_DIR / "var")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off: "
+            "generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
+        )
+    SECRET_KEY = "insecure-dev-key-only-for-debug-on-localhost"  # noqa: S105
+elif not DEBUG and (len(SECRET_KEY) < 32 or SECRET_KEY.startswith("insecure")):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is too weak for DJANGO_DEBUG off: use 32+ random characters."
+    )
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "channels",
+    "artifacts_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "agent_site.urls"
+# API.md: paths are exactly as written, with no trailing slash; never redirect to add one.
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "agent_site.wsgi.application"
+ASGI_APPLICATION = "agent_site.asgi.application"
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+DATABASES = {
+    "default": database_from_url(DATABASE_URL)
+    if DATABASE_URL
+    else sqlite_database(DATA_DIR / "db.sqlite3")
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+if REDIS_URL:
+    if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
+        raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://.")
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {
+                "hosts": [REDIS_URL],
+                "prefix": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts"),
+                "capacity": env_int("ARTIFACTS_LAYER_CAPACITY", 1000, minimum=1),
+                "expiry": env_int("ARTIFACTS_LAYER_EXPIRY", 60, minimum=1),
+            },
+        }
+    }
+else:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels.layers.InMemoryChannelLayer",
+            "CONFIG": {"capacity": env_int("ARTIFACTS_LAYER_CAPACITY", 1000, minimum=1)},
+        }
+    }
+
+STORAGES = {
+    "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": DATA_DIR / "media"},
+    },
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if not DEBUG
+        else "django.contrib.staticfiles.storage.StaticFilesStorage",
+    },
+    "artifacts": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": DATA_DIR / "blobs"},
+    },
+}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+LOGIN_URL = "/admin/login/"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
+}
+
+# --- agent-artifacts -----------------------------------------------------------------------
+# Agents declared in Python: slug -> module that holds `artifacts = define_artifacts(...)`.
+ARTIFACTS_AGENTS = {"reviewer": "agent_site.agents.reviewer"}
+
+ARTIFACTS_MAX_DATA_BYTES = env_int("ARTIFACTS_MAX_DATA_BYTES", 1024 * 1024, minimum=1)
+ARTIFACTS_MAX_CONTENT_BYTES = env_int("ARTIFACTS_MAX_CONTENT_BYTES", 100 * 1024 * 1024, minimum=1)
+ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
+    "ARTIFACTS_MAX_JSON_BODY_BYTES", 10 * 1024 * 1024, minimum=1
+)
+# Seconds that stored events stay available for `?after=` replay (default 7 days).
+ARTIFACTS_EVENT_RETENTION = env_int("ARTIFACTS_EVENT_RETENTION", 7 * 24 * 3600, minimum=60)
+# How many server processes share this database; more than one needs the Redis channel layer.
+ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
+
+# Django's own cap on request bodies held in memory; the JSON cap above is enforced by the API.
+DATA_UPLOAD_MAX_MEMORY_SIZE = ARTIFACTS_MAX_JSON_BODY_BYTES + 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")
+(DATA_DIR / "tmp").mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,123 @@
+"""The in-process Python API: what host code inside the Django process uses.
+
+    from artifacts_app import artifacts
+    api = artifacts("reviewer", session_id="s_1", turn_id="t-3")   # session-bound
+    record = api.tag(kind="reviewed-pr", key=url, data={...}, contents=b"...", content_type="text/markdown")
+
+Each method calls the one service layer (``services``/``selectors``), so the rules are exactly the
+HTTP tag's. The facade acts as the agent's host code: it has the rights of the agent's key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import IO, Any
+
+from asgiref.sync import sync_to_async
+
+from artifacts_app import selectors, services
+from artifacts_app.evals import current_turn_id
+from artifacts_app.records import ArtifactRecord, ContentInfo
+
+__all__ = ["ArtifactRecord", "Artifacts", "ContentInfo"]
+
+_UNSET: Any = object()
+
+
+class Artifacts:
+    """The artifacts of one agent; bound to a session and turn when given them.
+
+    A bound facade fills ``session_id`` and ``turn_id`` of every tag, and its ``list`` shows that
+    session unless told otherwise. Inside ``evals.capture_turn`` an unbound turn is taken from it.
+    """
+
+    def __init__(
+        self, agent: str, *, session_id: str | None = None, turn_id: str | None = None
+    ) -> None:
+        self.agent = agent
+        self.session_id = session_id
+        self.turn_id = turn_id
+
+    def __repr__(self) -> str:
+        return (
+            f"artifacts({self.agent!r}, session_id={self.session_id!r}, turn_id={self.turn_id!r})"
+        )
+
+    def tag(
+        self,
+        *,
+        data: Any,
+        kind: str | None = None,
+        key: str | None = None,
+        title: str | None = None,
+        contents: bytes | str | IO[bytes] | Iterable[bytes] | None = None,
+        content_type: str | None = None,
+        session_id: str | None = _UNSET,
+        turn_id: str | None = _UNSET,
+        source: str = "host",
+    ) -> ArtifactRecord:
+        """Tag an artifact (upsert by ``key``); answers the stored record."""
+        result = services.artifact_tag(
+            agent=self.agent,
+            data=data,
+            kind=kind,
+            key=key,
+            title=title,
+            contents=contents,
+            content_type=content_type,
+            session_id=self.session_id if session_id is _UNSET else session_id,
+            turn_id=self._turn(turn_id),
+            source=source,
+        )
+        return result.record
+
+    def list(
+        self,
+        *,
+        kind: str | None = None,
+        session_id: str | None = _UNSET,
+        source: str | None = None,
+        key: str | None = None,
+        limit: int | None = None,
+    ) -> list[ArtifactRecord]:
+        """Records newest-updated first; all of them unless ``limit`` (1–500) is given."""
+        filters = {
+            "agent": self.agent,
+            "kind": kind,
+            "session_id": self.session_id if session_id is _UNSET else session_id,
+            "source": source,
+            "key": key,
+        }
+        if limit is not None:
+            return selectors.artifacts_page(limit=limit, **filters).records()
+        return selectors.artifacts_all(**filters)
+
+    def get(self, artifact_id: str) -> ArtifactRecord:
+        return selectors.artifact_get(agent=self.agent, artifact_id=artifact_id)
+
+    def delete(self, artifact_id: str) -> None:
+        """Delete a record and its content; emits ``artifact.deleted``."""
+        services.artifact_delete(agent=self.agent, artifact_id=artifact_id)
+
+    def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:  # noqa: A002
+        """Create a session of this agent; answers its id (generated when ``id`` is None)."""
+        return services.session_create(agent=self.agent, sid=id, owner=owner).sid
+
+    async def atag(self, **kwargs: Any) -> ArtifactRecord:
+        return await sync_to_async(self.tag)(**kwargs)
+
+    async def alist(self, **kwargs: Any) -> list[ArtifactRecord]:
+        return await sync_to_async(self.list)(**kwargs)
+
+    async def aget(self, artifact_id: str) -> ArtifactRecord:
+        return await sync_to_async(self.get)(artifact_id)
+
+    async def adelete(self, artifact_id: str) -> None:
+        await sync_to_async(self.delete)(artifact_id)
+
+    def _turn(self, turn_id: str | None) -> str | None:
+        if turn_id is not _UNSET:
+            return turn_id
+        if self.turn_id is not None:
+            return self.turn_id
+        return current_turn_id(self.agent)

@@ -1,0 +1,54 @@
+"""One error type for every refusal (DESIGN.md §12).
+
+Services raise these; each entry point maps them once: REST to the envelope and a status chosen by
+the subclass, commands to ``CommandError``, the admin to a message, websockets to a close code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class ArtifactError(Exception):
+    """A refusal: ``code`` is snake_case and stable, ``message`` a sentence a person can act on."""
+
+    status = 400
+
+    def __init__(self, code: str, message: str, details: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.details = details
+
+    def as_envelope(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.details is not None:
+            error["details"] = self.details
+        return {"error": error}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.code!r}, {self.message!r})"
+
+
+class NotFoundError(ArtifactError):
+    """What the caller named does not exist, or it may not see it (the two look the same)."""
+
+    status = 404
+
+
+class ForbiddenError(ArtifactError):
+    """The caller is known but may not do this."""
+
+    status = 403
+
+
+class ConflictError(ArtifactError):
+    """The thing to create exists already."""
+
+    status = 409
+
+
+class TooLargeError(ArtifactError):
+    """A size limit from settings was passed."""
+
+    status = 413

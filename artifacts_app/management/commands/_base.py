@@ -1,0 +1,18 @@
+"""Shared shape of our commands: parse, call one service, print; refusals become CommandError."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.management.base import CommandError
+
+from artifacts_app.errors import ArtifactError
+
+
+def run_service(call: Callable[[], Any]) -> Any:
+    """Call a service; an ``ArtifactError`` exits non-zero with its sentence, never a traceback."""
+    try:
+        return call()
+    except ArtifactError as exc:
+        raise CommandError(exc.message) from None

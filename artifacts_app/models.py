@@ -1,0 +1,190 @@
+"""The tables: Agent · Session · Artifact · Blob · Event · ApiKey.
+
+Rows are written only by ``services`` (and ``events``, called from services); everything else reads.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Agent(models.Model):
+    """One agent. Declared agents (settings) and freeform ones (admin, `create_agent`) share this row.
+
+    ``artifact_count`` and ``last_seq`` are maintained under a row lock by every tag and delete, so
+    that eviction and event numbering never need a COUNT or a MAX over the other tables.
+    """
+
+    slug = models.CharField(max_length=63, unique=True)
+    module = models.CharField(
+        max_length=255,
+        blank=True,
+        default="",
+        help_text="Python module that declares its kinds; empty: freeform.",
+    )
+    max_artifacts = models.PositiveIntegerField(default=1000)
+    artifact_count = models.PositiveIntegerField(default=0, editable=False)
+    last_seq = models.PositiveBigIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Session(models.Model):
+    """One conversation of a user with an agent; ``sid`` is its public id, unique per agent."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    sid = models.CharField("id", max_length=128)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="artifact_sessions",
+    )
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "sid"], name="session_agent_sid_uniq")
+        ]
+        indexes = [
+            models.Index(fields=["agent", "-created_at", "-id"], name="session_agent_newest"),
+            models.Index(
+                fields=["agent", "owner", "-created_at", "-id"], name="session_agent_owner_newest"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.sid
+
+
+class Blob(models.Model):
+    """Content-addressed bytes in the ``artifacts`` storage, named by their sha256."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    size = models.PositiveBigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    def __str__(self) -> str:
+        return self.sha256
+
+
+class Artifact(models.Model):
+    """One record. A keyed record's ``id`` is derived from (agent, key): the primary key is the upsert's
+    unique constraint, so one key can never make two rows, whatever its length."""
+
+    SOURCE_HOST = "host"
+    SOURCE_MODEL = "model"
+    SOURCES = [(SOURCE_HOST, "host"), (SOURCE_MODEL, "model")]
+
+    id = models.CharField(primary_key=True, max_length=40)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="artifacts")
+    kind = models.CharField(max_length=64)
+    key = models.TextField(null=True, blank=True)
+    title = models.CharField(max_length=512, null=True, blank=True)
+    data = models.JSONField()
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="artifacts"
+    )
+    turn_id = models.CharField(max_length=128, null=True, blank=True)
+    source = models.CharField(max_length=8, choices=SOURCES, default=SOURCE_HOST)
+    blob = models.ForeignKey(
+        Blob, null=True, blank=True, on_delete=models.PROTECT, related_name="artifacts"
+    )
+    content_type = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        # DESIGN.md §6: every list is a keyset page that starts with the agent and ends (updated_at, id).
+        indexes = [
+            models.Index(fields=["agent", "updated_at", "id"], name="artifact_agent_updated"),
+            models.Index(
+                fields=["agent", "kind", "updated_at", "id"], name="artifact_agent_kind_updated"
+            ),
+            models.Index(
+                fields=["agent", "session", "updated_at", "id"], name="artifact_agent_sess_updated"
+            ),
+            models.Index(
+                fields=["agent", "source", "updated_at", "id"], name="artifact_agent_src_updated"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.key or self.id
+
+
+class Event(models.Model):
+    """A stored event, kept for ``?after=`` replay. ``payload`` is exactly the websocket message."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveBigIntegerField()
+    type = models.CharField(max_length=32)
+    session_sid = models.CharField(max_length=128, null=True, blank=True)
+    artifact_id = models.CharField(max_length=40)
+    turn_id = models.CharField(max_length=128, null=True, blank=True)
+    payload = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "seq"], name="event_agent_seq_uniq")
+        ]
+        indexes = [
+            models.Index(fields=["agent", "session_sid", "seq"], name="event_agent_session_seq"),
+            models.Index(fields=["created_at"], name="event_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}#{self.seq} {self.type}"
+
+
+class ApiKey(models.Model):
+    """An agent key or a user token. Only the sha256 of the secret is stored; ``prefix`` lets a
+    person recognise a key in the admin without it being usable."""
+
+    KIND_AGENT = "agent"
+    KIND_USER = "user"
+    KINDS = [(KIND_AGENT, "agent key"), (KIND_USER, "user token")]
+
+    kind = models.CharField(max_length=8, choices=KINDS)
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.CASCADE, related_name="keys"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="artifact_tokens",
+    )
+    prefix = models.CharField(max_length=24)
+    secret_hash = models.CharField(max_length=64, unique=True)
+    label = models.CharField(max_length=100, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(kind="agent", agent__isnull=False, user__isnull=True)
+                    | models.Q(kind="user", user__isnull=False, agent__isnull=True)
+                ),
+                name="apikey_owner_matches_kind",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}…"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

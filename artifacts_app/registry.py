@@ -1,0 +1,243 @@
+"""The kinds registry: what each agent declares about its artifacts.
+
+An agent is either *declared* (``settings.ARTIFACTS_AGENTS`` maps its slug to a module holding
+``artifacts = define_artifacts(...)``) or *freeform* (a row made in the admin or by ``create_agent``:
+no kinds, no tool, ``max`` from the row). ``spec_for`` answers the same ``AgentSpec`` for both.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType, ModuleType
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.core import checks
+from django.core.exceptions import ImproperlyConfigured
+from pydantic import TypeAdapter
+
+if TYPE_CHECKING:
+    from artifacts_app.models import Agent
+
+SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+KIND_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+RESERVED_SLUGS = frozenset({"admin", "api", "static", "media", "playground", "accounts", "ws"})
+DEFAULT_MAX = 1000
+FREEFORM_KIND = "artifact"
+TOOL_NAME = "tag_artifact"
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of artifact: a description for people and models, and an optional schema.
+
+    ``schema`` is a pydantic model or any type ``pydantic.TypeAdapter`` accepts.
+    """
+
+    description: str
+    schema: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ImproperlyConfigured("A Kind needs a non-empty description.")
+        if self.schema is not None:
+            try:
+                TypeAdapter(self.schema)
+            except Exception as exc:  # pydantic raises several types for unusable schemas
+                raise ImproperlyConfigured(
+                    f"Kind schema {self.schema!r} is not a type pydantic accepts: {exc}"
+                ) from exc
+
+    @cached_property
+    def adapter(self) -> TypeAdapter | None:
+        return TypeAdapter(self.schema) if self.schema is not None else None
+
+    def json_schema(self) -> dict | None:
+        return self.adapter.json_schema() if self.adapter is not None else None
+
+
+@dataclass(frozen=True)
+class ArtifactsDeclaration:
+    """What ``define_artifacts`` returns; a module exposes it as ``artifacts``."""
+
+    kinds: Mapping[str, Kind]
+    agent_tool: bool = False
+    max: int = DEFAULT_MAX
+
+
+def define_artifacts(
+    *,
+    kinds: Mapping[str, Kind] | None = None,
+    agent_tool: bool = False,
+    max: int = DEFAULT_MAX,  # noqa: A002
+) -> ArtifactsDeclaration:
+    """Declare an agent's artifact kinds, whether its model gets the ``tag_artifact`` tool, and its cap."""
+    kinds = dict(kinds or {})
+    for name, kind in kinds.items():
+        if not isinstance(name, str) or not KIND_RE.fullmatch(name):
+            raise ImproperlyConfigured(
+                f"Kind name {name!r} is not valid: use 1–64 of A-Z a-z 0-9 . _ : - starting with a letter or digit."
+            )
+        if not isinstance(kind, Kind):
+            raise ImproperlyConfigured(
+                f"Kind {name!r} must be a Kind(description, schema=...), not {type(kind).__name__}."
+            )
+    if isinstance(max, bool) or not isinstance(max, int) or max < 1:
+        raise ImproperlyConfigured(f"max must be a whole number of at least 1; got {max!r}.")
+    return ArtifactsDeclaration(kinds=MappingProxyType(kinds), agent_tool=bool(agent_tool), max=max)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Everything the services need to know about one agent's rules."""
+
+    slug: str
+    kinds: Mapping[str, Kind]
+    agent_tool: bool
+    max: int
+    module: str = ""
+    authored_tool: Any = field(default=None, compare=False)
+
+    @property
+    def freeform(self) -> bool:
+        return not self.kinds
+
+    @property
+    def tool_enabled(self) -> bool:
+        """The built-in tool is offered when declared on, with kinds, and not shadowed by the agent's own."""
+        return self.agent_tool and bool(self.kinds) and self.authored_tool is None
+
+
+def declared_agents() -> dict[str, str]:
+    """slug -> module path from ``settings.ARTIFACTS_AGENTS``."""
+    return dict(getattr(settings, "ARTIFACTS_AGENTS", {}) or {})
+
+
+_module_cache: dict[str, tuple[ModuleType, ArtifactsDeclaration]] = {}
+
+
+def load_declaration(module_path: str) -> tuple[ModuleType, ArtifactsDeclaration]:
+    cached = _module_cache.get(module_path)
+    if cached is not None:
+        return cached
+    try:
+        module = importlib.import_module(module_path)
+    except ImportError as exc:
+        raise ImproperlyConfigured(
+            f"ARTIFACTS_AGENTS names module {module_path!r}, which cannot be imported: {exc}"
+        ) from exc
+    declaration = getattr(module, "artifacts", None)
+    if not isinstance(declaration, ArtifactsDeclaration):
+        raise ImproperlyConfigured(
+            f"Module {module_path!r} must define `artifacts = define_artifacts(...)` at module level."
+        )
+    _module_cache[module_path] = (module, declaration)
+    return module, declaration
+
+
+def authored_tool(module: ModuleType) -> Any:
+    """The agent's own tool named ``tag_artifact``, if its module declares one.
+
+    Recognised: a module-level callable ``tag_artifact``, or an entry named ``tag_artifact`` in a
+    module-level ``tools`` list (dicts with a ``name``, or callables).
+    """
+    own = getattr(module, TOOL_NAME, None)
+    if callable(own):
+        return own
+    for tool in getattr(module, "tools", None) or []:
+        name = tool.get("name") if isinstance(tool, Mapping) else getattr(tool, "__name__", None)
+        if name == TOOL_NAME:
+            return tool
+    return None
+
+
+def spec_for_declared(slug: str, module_path: str) -> AgentSpec:
+    module, declaration = load_declaration(module_path)
+    return AgentSpec(
+        slug=slug,
+        kinds=declaration.kinds,
+        agent_tool=declaration.agent_tool,
+        max=declaration.max,
+        module=module_path,
+        authored_tool=authored_tool(module),
+    )
+
+
+def spec_for(agent: Agent) -> AgentSpec:
+    """The rules of ``agent``: from its module when declared, else freeform from its row."""
+    module_path = declared_agents().get(agent.slug) or agent.module
+    if module_path:
+        return spec_for_declared(agent.slug, module_path)
+    return AgentSpec(
+        slug=agent.slug, kinds=MappingProxyType({}), agent_tool=False, max=agent.max_artifacts
+    )
+
+
+def slug_problem(slug: object) -> str | None:
+    """Why ``slug`` cannot name an agent, or None when it can."""
+    if not isinstance(slug, str) or not SLUG_RE.fullmatch(slug):
+        return f"Agent slug {slug!r} is not valid: use 1–63 of a-z 0-9 and -, starting with a letter or digit."
+    if slug in RESERVED_SLUGS:
+        return f"Agent slug {slug!r} is reserved for the site's own pages; choose another."
+    return None
+
+
+def sync_declared_agents(**_: Any) -> None:
+    """Make a row for every declared agent (run after ``migrate``), keeping ``max`` in step."""
+    from artifacts_app.models import Agent
+
+    for slug, module_path in declared_agents().items():
+        if slug_problem(slug):
+            continue  # the system check reports it
+        _, declaration = load_declaration(module_path)
+        agent, created = Agent.objects.get_or_create(
+            slug=slug, defaults={"module": module_path, "max_artifacts": declaration.max}
+        )
+        if not created and (agent.module != module_path or agent.max_artifacts != declaration.max):
+            Agent.objects.filter(pk=agent.pk).update(
+                module=module_path, max_artifacts=declaration.max
+            )
+
+
+@checks.register()
+def check_declared_agents(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+    messages: list[checks.CheckMessage] = []
+    for slug, module_path in declared_agents().items():
+        problem = slug_problem(slug)
+        if problem:
+            messages.append(
+                checks.Error(problem, id="artifacts.E001", obj=f"ARTIFACTS_AGENTS[{slug!r}]")
+            )
+            continue
+        try:
+            spec = spec_for_declared(slug, module_path)
+        except ImproperlyConfigured as exc:
+            messages.append(
+                checks.Error(str(exc), id="artifacts.E002", obj=f"ARTIFACTS_AGENTS[{slug!r}]")
+            )
+            continue
+        if spec.agent_tool and not spec.kinds:
+            messages.append(
+                checks.Error(
+                    f"Agent {slug!r} sets agent_tool=True but declares no kinds: the tag_artifact tool needs "
+                    "at least one kind.",
+                    hint="Declare kinds in define_artifacts(kinds=...), or set agent_tool=False.",
+                    id="artifacts.E003",
+                    obj=module_path,
+                )
+            )
+        if spec.authored_tool is not None:
+            messages.append(
+                checks.Warning(
+                    f"Agent {slug!r} declares its own tool named 'tag_artifact' in {module_path}; it shadows "
+                    "the built-in tag_artifact tool, which is not offered for this agent.",
+                    hint="Rename your tool if you want the built-in one.",
+                    id="artifacts.W001",
+                    obj=module_path,
+                )
+            )
+    return messages

@@ -1,0 +1,5 @@
+"""Websocket routes (the consumers live in ``consumers``)."""
+
+from __future__ import annotations
+
+websocket_urlpatterns: list = []

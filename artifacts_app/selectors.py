@@ -1,0 +1,159 @@
+"""Reads: visible artifacts and sessions, keyset pages, replay (DESIGN.md §6, §7).
+
+Every list is a keyset page over ``(updated_at, id)``, newest first, built from ``.values()`` rows.
+``visible`` is the access filter from ``access`` (None: everything of the agent, as for its key).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q
+
+from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.models import Agent, Artifact, Event, Session
+from artifacts_app.records import RECORD_FIELDS, ArtifactRecord
+from artifacts_app.services import agent_get, keyed_id
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Page:
+    rows: list[dict[str, Any]]
+    next_cursor: str | None
+
+    def records(self) -> list[ArtifactRecord]:
+        return [ArtifactRecord.from_values(row) for row in self.rows]
+
+
+def cursor_encode(updated_at: datetime, artifact_id: str) -> str:
+    raw = f"{updated_at.isoformat()}|{artifact_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def cursor_decode(cursor: str) -> tuple[datetime, str]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        stamp, artifact_id = base64.urlsafe_b64decode(padded.encode()).decode().split("|", 1)
+        moment = datetime.fromisoformat(stamp)
+        if moment.tzinfo is None or not artifact_id:
+            raise ValueError
+        return moment, artifact_id
+    except (ValueError, UnicodeError, binascii.Error):
+        raise ArtifactError(
+            "invalid_cursor",
+            "`cursor` is not one this server gave out; start again without it.",
+            {"field": "cursor"},
+        ) from None
+
+
+def check_limit(limit: Any) -> int:
+    if limit is None:
+        return DEFAULT_LIMIT
+    try:
+        value = int(limit)
+    except (TypeError, ValueError):
+        value = 0
+    if isinstance(limit, bool) or value < 1 or value > MAX_LIMIT:
+        raise ArtifactError(
+            "invalid_limit", f"`limit` is a whole number from 1 to {MAX_LIMIT}.", {"field": "limit"}
+        )
+    return value
+
+
+def artifacts_page(
+    *,
+    agent: Agent | str,
+    visible: Q | None = None,
+    kind: str | None = None,
+    session_id: str | None = None,
+    source: str | None = None,
+    key: str | None = None,
+    limit: int | None = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> Page:
+    """One page of the agent's artifacts, newest-updated first (ties by id descending)."""
+    agent = agent_get(agent)
+    size = check_limit(limit)
+    qs = Artifact.objects.filter(agent_id=agent.pk)
+    if visible is not None:
+        qs = qs.filter(visible)
+    if kind is not None:
+        qs = qs.filter(kind=kind)
+    if source is not None:
+        qs = qs.filter(source=source)
+    if key is not None:
+        qs = qs.filter(pk=keyed_id(agent.slug, key))
+    if session_id is not None:
+        session_pk = (
+            Session.objects.filter(agent_id=agent.pk, sid=session_id)
+            .values_list("pk", flat=True)
+            .first()
+        )
+        if session_pk is None:
+            return Page(rows=[], next_cursor=None)
+        qs = qs.filter(session_id=session_pk)
+    if cursor:
+        moment, last_id = cursor_decode(cursor)
+        # This form lets the planner seek the (…, updated_at, id) index; the plain
+        # `updated_at < x OR (updated_at = x AND id < y)` scans (DESIGN.md §6).
+        qs = qs.filter(Q(updated_at__lte=moment) & (Q(updated_at__lt=moment) | Q(id__lt=last_id)))
+    rows = list(qs.order_by("-updated_at", "-id").values(*RECORD_FIELDS)[: size + 1])
+    next_cursor = None
+    if len(rows) > size:
+        rows = rows[:size]
+        next_cursor = cursor_encode(rows[-1]["updated_at"], rows[-1]["id"])
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def artifacts_all(**filters: Any) -> list[ArtifactRecord]:
+    """Every matching record, newest-updated first, walking the keyset pages."""
+    records: list[ArtifactRecord] = []
+    cursor = None
+    while True:
+        page = artifacts_page(limit=MAX_LIMIT, cursor=cursor, **filters)
+        records.extend(page.records())
+        if page.next_cursor is None:
+            return records
+        cursor = page.next_cursor
+
+
+def artifact_values(
+    *, agent: Agent | str, artifact_id: str, visible: Q | None = None
+) -> dict[str, Any]:
+    """One record's row; missing and hidden alike raise ``NotFoundError`` (DESIGN.md §7)."""
+    agent = agent_get(agent)
+    qs = Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
+    if visible is not None:
+        qs = qs.filter(visible)
+    row = qs.values(*RECORD_FIELDS).first()
+    if row is None:
+        raise NotFoundError(
+            "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
+        )
+    return row
+
+
+def artifact_get(
+    *, agent: Agent | str, artifact_id: str, visible: Q | None = None
+) -> ArtifactRecord:
+    return ArtifactRecord.from_values(
+        artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
+    )
+
+
+def events_after(
+    *, agent: Agent | str, after: int, session_id: str | None = None, limit: int = 1000
+) -> list[dict]:
+    """Stored event payloads with ``seq > after``, oldest first (for ``?after=`` replay)."""
+    agent = agent_get(agent)
+    qs = Event.objects.filter(agent_id=agent.pk, seq__gt=after)
+    if session_id is not None:
+        qs = qs.filter(session_sid=session_id)
+    return list(qs.order_by("seq").values_list("payload", flat=True)[:limit])

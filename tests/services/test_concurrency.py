@@ -1,0 +1,52 @@
+"""Concurrent tags on a SQLite *file* database (the test database is a file, see settings)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from django.db import close_old_connections, connection
+
+from artifacts_app import services
+from artifacts_app.models import Agent, Artifact, Event
+
+
+@pytest.mark.django_db(transaction=True)
+def test_threads_tagging_one_agent_stay_exact():
+    assert connection.vendor != "sqlite" or not connection.is_in_memory_db()
+    agent = services.agent_create(slug="busy", max_artifacts=20)
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def worker(n: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(50):
+                key = "shared" if i % 2 == 0 else f"w{n}-{i}"
+                services.artifact_tag(agent="busy", kind="note", key=key, data={"w": n, "i": i})
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert Artifact.objects.filter(agent=agent).count() == 20
+    assert Artifact.objects.filter(agent=agent, key="shared").count() == 1
+    agent.refresh_from_db()
+    assert agent.artifact_count == 20
+    seqs = list(Event.objects.filter(agent=agent).order_by("seq").values_list("seq", flat=True))
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert agent.last_seq == len(seqs)
+    tagged = Event.objects.filter(agent=agent, type="artifact.tagged").count()
+    evicted = Event.objects.filter(agent=agent, type="artifact.deleted").count()
+    assert tagged == 400
+    # 8 × 25 unkeyed-per-worker keys + 1 shared key were created; all but 20 were evicted.
+    assert evicted == 201 - 20
+    assert Agent.objects.get(pk=agent.pk).artifact_count == 20
