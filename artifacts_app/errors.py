@@ -52,3 +52,9 @@ class TooLargeError(ArtifactError):
     """A size limit from settings was passed."""
 
     status = 413
+
+
+class UnauthenticatedError(ArtifactError):
+    """No credentials, or ones that are unknown or revoked."""
+
+    status = 401

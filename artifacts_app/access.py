@@ -1,0 +1,149 @@
+"""Who is calling, and what they may see and do: the one access rule (DESIGN.md §7, API.md table).
+
+Entry points resolve a ``Caller`` once (from a DRF request, a websocket scope, …) and ask these
+functions. Reads get a ``Q`` to filter querysets with (None: everything of the agent), so lists are
+protected, not only single objects; hidden and missing then look the same (404).
+
+| caller                | list/read/download          | tag | delete |
+|-----------------------|-----------------------------|-----|--------|
+| agent key of agent A  | every artifact of A         | A   | A      |
+| user                  | artifacts of owned sessions | no  | no     |
+| staff user            | everything                  | no  | yes    |
+| no credentials        | nothing (401)               | no  | no     |
+A key of agent A used on agent B is 403.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db.models import Q
+
+from artifacts_app.errors import ForbiddenError, UnauthenticatedError
+from artifacts_app.models import Agent, ApiKey
+
+ANONYMOUS = "anonymous"
+AGENT = "agent"
+USER = "user"
+STAFF = "staff"
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: str
+    user: Any = None  # the Django user (users and staff)
+    agent_id: int | None = None  # the agent an agent key belongs to
+    key: ApiKey | None = None  # the key or token used, if any
+
+    @property
+    def is_authenticated(self) -> bool:
+        return self.kind != ANONYMOUS
+
+
+ANONYMOUS_CALLER = Caller(kind=ANONYMOUS)
+
+
+def caller_from_key(key: ApiKey) -> Caller:
+    """The caller behind an active agent key or user token."""
+    if key.kind == ApiKey.KIND_AGENT:
+        return Caller(kind=AGENT, agent_id=key.agent_id, key=key)
+    user = key.user
+    if not user.is_active:
+        return ANONYMOUS_CALLER
+    return Caller(kind=STAFF if user.is_staff else USER, user=user, key=key)
+
+
+def caller_from_user(user: Any) -> Caller:
+    """The caller behind a Django user (session cookie); anonymous when not logged in."""
+    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+        return ANONYMOUS_CALLER
+    return Caller(kind=STAFF if user.is_staff else USER, user=user)
+
+
+def _require_known(caller: Caller, agent: Agent) -> None:
+    if not caller.is_authenticated:
+        raise UnauthenticatedError(
+            "not_authenticated",
+            "Send `Authorization: Bearer <agent key or user token>`, or log in.",
+        )
+    if caller.kind == AGENT and caller.agent_id != agent.pk:
+        raise ForbiddenError(
+            "wrong_agent", f"This agent key belongs to another agent, not {agent.slug!r}."
+        )
+
+
+def artifact_visibility(caller: Caller, agent: Agent) -> Q | None:
+    """The filter on ``Artifact`` rows of ``agent`` the caller may read (None: all of them)."""
+    _require_known(caller, agent)
+    if caller.kind in (AGENT, STAFF):
+        return None
+    return Q(session__owner=caller.user)
+
+
+def session_visibility(caller: Caller, agent: Agent) -> Q | None:
+    """The filter on ``Session`` rows of ``agent`` the caller may read (None: all of them)."""
+    _require_known(caller, agent)
+    if caller.kind in (AGENT, STAFF):
+        return None
+    return Q(owner=caller.user)
+
+
+def require_tag(caller: Caller, agent: Agent) -> None:
+    """Only the agent's own key tags (and runs the tool)."""
+    _require_known(caller, agent)
+    if caller.kind != AGENT:
+        raise ForbiddenError("forbidden", "Only the agent's key may tag artifacts or run its tool.")
+
+
+def require_delete(caller: Caller, agent: Agent) -> None:
+    """The agent's key and staff delete."""
+    _require_known(caller, agent)
+    if caller.kind not in (AGENT, STAFF):
+        raise ForbiddenError(
+            "forbidden", "Only the agent's key or a staff user may delete artifacts."
+        )
+
+
+def require_session_create(caller: Caller, agent: Agent, owner: str | None) -> str | None:
+    """Agent keys and users create sessions; a user always owns what it creates. Answers the owner."""
+    _require_known(caller, agent)
+    if caller.kind == AGENT:
+        return owner
+    if caller.kind == USER:
+        username = caller.user.get_username()
+        if owner is not None and owner != username:
+            raise ForbiddenError(
+                "forbidden", "A user creates sessions it owns; leave `owner` out or name yourself."
+            )
+        return username
+    raise ForbiddenError(
+        "forbidden", "Staff supervise; sessions are created by agents and their users."
+    )
+
+
+def require_tool_definition(caller: Caller, agent: Agent) -> None:
+    """The tool's definition is for the agent's key and staff."""
+    _require_known(caller, agent)
+    if caller.kind not in (AGENT, STAFF):
+        raise ForbiddenError(
+            "forbidden", "Only the agent's key or a staff user may read its tool definition."
+        )
+
+
+def can_watch_agent(caller: Caller, agent: Agent) -> None:
+    """The agent stream (every event, sessionless ones too): the agent's key and staff."""
+    _require_known(caller, agent)
+    if caller.kind not in (AGENT, STAFF):
+        raise ForbiddenError(
+            "forbidden", "Only the agent's key or a staff user may watch the agent's stream."
+        )
+
+
+def can_watch_session(caller: Caller, agent: Agent, owner_id: int | None) -> None:
+    """A session stream: its owner, the agent's key, staff."""
+    _require_known(caller, agent)
+    if caller.kind in (AGENT, STAFF):
+        return
+    if owner_id is None or owner_id != caller.user.pk:
+        raise ForbiddenError("forbidden", "This session belongs to someone else.")
