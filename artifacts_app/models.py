@@ -39,7 +39,10 @@ class Agent(models.Model):
 class Session(models.Model):
     """One conversation of a user with an agent; ``sid`` is its public id, unique per agent."""
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    # Indexed by the composite indexes and constraint below, which all start with the agent.
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="sessions", db_index=False
+    )
     sid = models.CharField("id", max_length=128)
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -85,18 +88,31 @@ class Artifact(models.Model):
     SOURCES = [(SOURCE_HOST, "host"), (SOURCE_MODEL, "model")]
 
     id = models.CharField(primary_key=True, max_length=40)
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="artifacts")
+    # Every index below starts with the agent; a separate FK index would only slow writes.
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="artifacts", db_index=False
+    )
     kind = models.CharField(max_length=64)
     key = models.TextField(null=True, blank=True)
     title = models.CharField(max_length=512, null=True, blank=True)
     data = models.JSONField()
     session = models.ForeignKey(
-        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="artifacts"
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="artifacts",
+        db_index=False,
     )
     turn_id = models.CharField(max_length=128, null=True, blank=True)
     source = models.CharField(max_length=8, choices=SOURCES, default=SOURCE_HOST)
     blob = models.ForeignKey(
-        Blob, null=True, blank=True, on_delete=models.PROTECT, related_name="artifacts"
+        Blob,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="artifacts",
+        db_index=False,
     )
     content_type = models.CharField(max_length=255, null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
@@ -109,11 +125,12 @@ class Artifact(models.Model):
             models.Index(
                 fields=["agent", "kind", "updated_at", "id"], name="artifact_agent_kind_updated"
             ),
+            # A session belongs to one agent, so this serves session lists and the session FK
+            # (SET_NULL on delete) alike; a separate FK index would only slow every write.
+            models.Index(fields=["session", "updated_at", "id"], name="artifact_session_updated"),
+            # gc_blobs asks "does any record point at this blob?"; most records have no blob.
             models.Index(
-                fields=["agent", "session", "updated_at", "id"], name="artifact_agent_sess_updated"
-            ),
-            models.Index(
-                fields=["agent", "source", "updated_at", "id"], name="artifact_agent_src_updated"
+                fields=["blob"], name="artifact_blob", condition=models.Q(blob__isnull=False)
             ),
         ]
 
@@ -124,7 +141,9 @@ class Artifact(models.Model):
 class Event(models.Model):
     """A stored event, kept for ``?after=`` replay. ``payload`` is exactly the websocket message."""
 
-    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="events")
+    agent = models.ForeignKey(
+        Agent, on_delete=models.CASCADE, related_name="events", db_index=False
+    )
     seq = models.PositiveBigIntegerField()
     type = models.CharField(max_length=32)
     session_sid = models.CharField(max_length=128, null=True, blank=True)

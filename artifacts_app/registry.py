@@ -241,3 +241,21 @@ def check_declared_agents(app_configs: Any = None, **_: Any) -> list[checks.Chec
                 )
             )
     return messages
+
+
+@checks.register(checks.Tags.database)
+def check_sqlite_version(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+    """Eviction and deletes use ``DELETE … RETURNING``, which SQLite has from 3.35."""
+    import sqlite3
+
+    from django.db import connection
+
+    if connection.vendor == "sqlite" and sqlite3.sqlite_version_info < (3, 35):
+        return [
+            checks.Error(
+                f"SQLite {sqlite3.sqlite_version} is too old: agent-artifacts needs 3.35 or newer.",
+                hint="Use a Python built against a newer SQLite, or PostgreSQL via DATABASE_URL.",
+                id="artifacts.E004",
+            )
+        ]
+    return []

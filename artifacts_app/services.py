@@ -24,10 +24,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from artifacts_app import blobs
+from artifacts_app import blobs, hotsql
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError, TooLargeError
 from artifacts_app.events import DELETED, TAGGED, EventBatch
-from artifacts_app.models import Agent, ApiKey, Artifact, Blob, Session
+from artifacts_app.models import Agent, ApiKey, Artifact, Session
 from artifacts_app.records import (
     DEFAULT_BYTES_TYPE,
     DEFAULT_TEXT_TYPE,
@@ -314,12 +314,10 @@ def artifact_tag(
         has_contents=contents is not None,
         content_type=content_type,
     )
-    if (
-        session_id is not None
-        and not Session.objects.filter(agent_id=agent.pk, sid=session_id).exists()
-    ):
-        # Checked before the blob is written, to leave no garbage; checked again under the lock.
-        raise _unknown_session(agent, session_id)
+    if contents is not None and session_id is not None:
+        if hotsql.session_pk(agent.pk, session_id) is None:
+            # Checked before the blob is written, to leave no garbage; checked again under the lock.
+            raise _unknown_session(agent, session_id)
 
     stored: blobs.StoredBlob | None = None
     if contents is not None:
@@ -328,30 +326,30 @@ def artifact_tag(
             content_type = DEFAULT_TEXT_TYPE if isinstance(contents, str) else DEFAULT_BYTES_TYPE
 
     with transaction.atomic():
-        locked = _lock_agent(agent)
+        count, last_seq = _lock_agent(agent)
         session_pk = None
         if session_id is not None:
-            session_pk = (
-                Session.objects.filter(agent_id=agent.pk, sid=session_id)
-                .values_list("pk", flat=True)
-                .first()
-            )
+            session_pk = hotsql.session_pk(agent.pk, session_id)
             if session_pk is None:
                 raise _unknown_session(agent, session_id)
-        if stored is not None:
-            Blob.objects.bulk_create(
-                [Blob(sha256=stored.sha256, size=stored.size)], ignore_conflicts=True
-            )
-
         now = timezone.now()
+        if stored is not None:
+            hotsql.blob_insert(stored.sha256, stored.size, now)
+
         artifact_id = keyed_id(agent.slug, key) if key is not None else new_id()
-        previous = (
-            Artifact.objects.filter(pk=artifact_id)
-            .values("session_id", "blob_id", "content_type", "created_at")
-            .first()
-            if key is not None
-            else None
-        )
+        previous = hotsql.artifact_previous(artifact_id) if key is not None else None
+        content: ContentInfo | None = None
+        if stored is not None:
+            content = ContentInfo(stored.size, content_type or DEFAULT_BYTES_TYPE, stored.sha256)
+        elif previous and previous["blob_id"] and previous["session_id"] == session_pk:
+            # Rule 3: a re-tag without contents keeps its content while the session stays. A new
+            # record without contents, or one that changed session, has none: old content must
+            # not follow a record into another user's session.
+            content = ContentInfo(
+                previous["blob_size"],
+                previous["content_type"] or DEFAULT_BYTES_TYPE,
+                previous["blob_id"],
+            )
         fields: dict[str, Any] = {
             "kind": kind_name,
             "key": key,
@@ -360,22 +358,10 @@ def artifact_tag(
             "session_id": session_pk,
             "turn_id": turn_id,
             "source": source,
+            "blob_id": content.sha256 if content else None,
+            "content_type": content.content_type if content else None,
             "updated_at": now,
         }
-        if stored is not None:
-            fields["blob_id"], fields["content_type"] = stored.sha256, content_type
-        elif previous is not None and previous["session_id"] == session_pk:
-            # Rule 3: a re-tag without contents keeps its content while the session stays.
-            fields["blob_id"], fields["content_type"] = (
-                previous["blob_id"],
-                previous["content_type"],
-            )
-        else:
-            # A new record without contents, or one that changed session: its old content must not
-            # follow it into another user's session.
-            fields["blob_id"], fields["content_type"] = None, None
-
-        count = locked.artifact_count
         if previous is not None:
             Artifact.objects.filter(pk=artifact_id).update(**fields)
             created_at = previous["created_at"]
@@ -393,15 +379,11 @@ def artifact_tag(
             session_id=session_id,
             turn_id=turn_id,
             source=source,
-            content=(
-                None
-                if fields["blob_id"] is None
-                else _content_info(fields["blob_id"], fields["content_type"], stored)
-            ),
+            content=content,
             created_at=created_at,
             updated_at=now,
         )
-        batch = EventBatch(agent_id=agent.pk, last_seq=locked.last_seq)
+        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
         batch.add(
             TAGGED,
             at=now,
@@ -410,28 +392,12 @@ def artifact_tag(
             turn_id=turn_id,
             record=record.event_summary(),
         )
-        max_artifacts = spec.max
-        if count > max_artifacts:
-            victims = list(
-                Artifact.objects.filter(agent_id=agent.pk)
-                .exclude(pk=artifact_id)
-                .order_by("updated_at", "id")
-                .values("id", "key", "kind", "session__sid", "turn_id")[: count - max_artifacts]
-            )
-            count -= _delete_rows(victims, batch=batch, reason="evicted", at=now)
+        if count > spec.max:
+            evicted = hotsql.evict_oldest(agent.pk, keep_id=artifact_id, count=count - spec.max)
+            count -= _deleted_events(evicted, batch=batch, reason="evicted", at=now)
         batch.store()
-        Agent.objects.filter(pk=agent.pk).update(artifact_count=count, last_seq=batch.last_seq)
+        hotsql.agent_counters_save(agent.pk, artifact_count=count, last_seq=batch.last_seq)
     return TagResult(record=record, created=previous is None)
-
-
-def _content_info(
-    sha: str, content_type: str | None, stored: blobs.StoredBlob | None
-) -> ContentInfo:
-    if stored is not None:
-        size = stored.size
-    else:
-        size = Blob.objects.filter(pk=sha).values_list("size", flat=True).get()
-    return ContentInfo(size=size, content_type=content_type or DEFAULT_BYTES_TYPE, sha256=sha)
 
 
 def _unknown_session(agent: Agent, session_id: str) -> NotFoundError:
@@ -442,38 +408,30 @@ def _unknown_session(agent: Agent, session_id: str) -> NotFoundError:
     )
 
 
-def _lock_agent(agent: Agent) -> Agent:
-    """Lock the agent row: every write of one agent serialises here (DESIGN.md §1)."""
-    locked = (
-        Agent.objects.select_for_update()
-        .only("id", "slug", "artifact_count", "last_seq", "max_artifacts")
-        .filter(pk=agent.pk)
-        .first()
-    )
-    if locked is None:
+def _lock_agent(agent: Agent) -> tuple[int, int]:
+    """Lock the agent row, answering (artifact_count, last_seq): every write of one agent
+    serialises here, which is what makes eviction exact and seq order commit order (DESIGN.md §1)."""
+    counters = hotsql.agent_lock(agent.pk)
+    if counters is None:
         raise NotFoundError("unknown_agent", f"There is no agent {agent.slug!r}.")
-    return locked
+    return counters
 
 
-def _delete_rows(
-    rows: list[dict[str, Any]], *, batch: EventBatch, reason: str, at: datetime
+def _deleted_events(
+    rows: list[tuple[Any, ...]], *, batch: EventBatch, reason: str, at: datetime
 ) -> int:
-    """Delete artifact rows (``id``, ``key``, ``kind``, ``session__sid``, ``turn_id``) under the
-    agent lock held by the caller, adding an ``artifact.deleted`` event for each. Answers how many."""
-    if not rows:
-        return 0
-    deleted, _ = Artifact.objects.filter(pk__in=[row["id"] for row in rows]).delete()
-    for row in rows:
+    """Add an ``artifact.deleted`` event for each deleted (id, key, kind, session sid, turn) row."""
+    for artifact_id, key, kind, session_sid, turn_id in rows:
         batch.add(
             DELETED,
             at=at,
-            session_sid=row["session__sid"],
-            artifact_id=row["id"],
-            turn_id=row["turn_id"],
-            record={"id": row["id"], "key": row["key"], "kind": row["kind"]},
+            session_sid=session_sid,
+            artifact_id=artifact_id,
+            turn_id=turn_id,
+            record={"id": artifact_id, "key": key, "kind": kind},
             reason=reason,
         )
-    return deleted
+    return len(rows)
 
 
 def artifacts_delete(*, agent: Agent | str, ids: list[str], reason: str = "deleted") -> int:
@@ -483,21 +441,19 @@ def artifacts_delete(*, agent: Agent | str, ids: list[str], reason: str = "delet
     exist are skipped: the caller decides whether that is an error.
     """
     agent = agent_get(agent)
+    if reason not in ("deleted", "pruned"):
+        raise ValueError(f"artifacts_delete reason is 'deleted' or 'pruned', not {reason!r}")
     if not ids:
         return 0
     with transaction.atomic():
-        locked = _lock_agent(agent)
-        rows = list(
-            Artifact.objects.filter(agent_id=agent.pk, pk__in=ids).values(
-                "id", "key", "kind", "session__sid", "turn_id"
-            )
-        )
-        batch = EventBatch(agent_id=agent.pk, last_seq=locked.last_seq)
-        removed = _delete_rows(rows, batch=batch, reason=reason, at=timezone.now())
+        count, last_seq = _lock_agent(agent)
+        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+        deleted = hotsql.artifacts_delete_ids(agent.pk, list(dict.fromkeys(ids)))
+        removed = _deleted_events(deleted, batch=batch, reason=reason, at=timezone.now())
         if removed:
             batch.store()
-            Agent.objects.filter(pk=agent.pk).update(
-                artifact_count=max(locked.artifact_count - removed, 0), last_seq=batch.last_seq
+            hotsql.agent_counters_save(
+                agent.pk, artifact_count=max(count - removed, 0), last_seq=batch.last_seq
             )
     return removed
 

@@ -1,0 +1,93 @@
+"""Tags per second of services.artifact_tag beside a plain insert on the same database, same run.
+
+    .venv/bin/python bench/tag.py [--n 2000]
+
+Cases: plain tag below the cap, with 4 KiB contents, and at the cap (every tag evicts one record),
+each against the baseline `Artifact.objects.create` inside `transaction.atomic()`. The database is
+the one the settings choose (SQLite in a temporary data dir unless DATABASE_URL says otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import time
+from collections.abc import Callable
+
+from _setup import django_setup
+
+
+def rate(fn: Callable[[int], None], n: int) -> float:
+    fn(-1)  # warm up: first query plans, imports
+    start = time.perf_counter()
+    for i in range(n):
+        fn(i)
+    return n / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=2000)
+    args = parser.parse_args()
+    django_setup()
+
+    from django.db import connection, transaction
+
+    from artifacts_app import services
+    from artifacts_app.models import Agent, Artifact
+
+    n = args.n
+    run_id = secrets.token_hex(3)
+    base_agent = services.agent_create(slug=f"base-{run_id}", max_artifacts=10**9)
+    below = services.agent_create(slug=f"below-{run_id}", max_artifacts=10**9)
+    blobby = services.agent_create(slug=f"blob-{run_id}", max_artifacts=10**9)
+    keyed = services.agent_create(slug=f"keyed-{run_id}", max_artifacts=10**9)
+    at_cap = services.agent_create(slug=f"cap-{run_id}", max_artifacts=n)
+    # Fill the capped agent to its cap so every measured tag evicts one record.
+    for i in range(n):
+        services.artifact_tag(agent=at_cap, kind="note", data={"fill": i})
+    payloads = [os.urandom(4096) for _ in range(n + 1)]
+
+    def baseline(i: int) -> None:
+        with transaction.atomic():
+            Artifact.objects.create(
+                id=f"b{run_id}{i}", agent=base_agent, kind="note", data={"i": i}
+            )
+
+    def tag_below(i: int) -> None:
+        services.artifact_tag(agent=below, kind="note", data={"i": i})
+
+    def tag_blob(i: int) -> None:
+        services.artifact_tag(agent=blobby, kind="note", data={"i": i}, contents=payloads[i])
+
+    def tag_keyed(i: int) -> None:
+        # 50 keys re-tagged in turn: the upsert path (a lookup, then an UPDATE).
+        services.artifact_tag(agent=keyed, kind="note", key=f"k{i % 50}", data={"i": i})
+
+    def tag_cap(i: int) -> None:
+        services.artifact_tag(agent=at_cap, kind="note", data={"i": i})
+
+    results = {
+        "baseline create": rate(baseline, n),
+        "tag, below cap": rate(tag_below, n),
+        "tag + 4 KiB contents": rate(tag_blob, n),
+        "re-tag of a key": rate(tag_keyed, n),
+        "tag, at cap (evicts 1)": rate(tag_cap, n),
+    }
+    assert Agent.objects.get(pk=at_cap.pk).artifact_count == n
+    print(f"database: {connection.vendor}, n={n}")
+    base = results["baseline create"]
+    for name, value in results.items():
+        print(f"  {name:<26} {value:8.0f} /s   baseline/this = {base / value:4.2f}x")
+    print(
+        f"  at-cap vs below-cap: {results['tag, below cap'] / results['tag, at cap (evicts 1)']:.2f}x slower"
+        "  (target <= 1.2x)"
+    )
+    print(
+        f"  plain tag vs baseline: {base / results['tag, below cap']:.2f}x slower  (target <= 3x)"
+    )
+
+
+if __name__ == "__main__":
+    main()
