@@ -5,6 +5,8 @@ from __future__ import annotations
 import io
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 
 from artifacts_app import ArtifactError, artifacts
 from artifacts_app.evals import capture_turn
@@ -72,6 +74,9 @@ async def test_async_twins(reviewer):
     api = artifacts("reviewer")
     record = await api.atag(kind="report", key="r", data={"a": 1})
     assert [r.id for r in await api.alist(kind="report")] == [record.id]
+    # The ORM ran in asgiref's sync thread: close its connection, or PostgreSQL's test database
+    # cannot be dropped at teardown.
+    await sync_to_async(connections.close_all)()
 
 
 def test_capture_turn_sees_tags_of_the_turn(reviewer):
