@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -63,3 +64,16 @@ def blob_files() -> list[Path]:
         if root.exists()
         else []
     )
+
+
+SCALE = os.environ.get("ARTIFACTS_PROFILE") == "scale"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `scale` need this machine's PostgreSQL and Redis; .ci/run provides them."""
+    if SCALE:
+        return
+    skip = pytest.mark.skip(reason="scale profile only: run with ARTIFACTS_PROFILE=scale (.ci/run)")
+    for item in items:
+        if "scale" in item.keywords:
+            item.add_marker(skip)
