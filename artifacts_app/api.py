@@ -11,13 +11,18 @@ HTTP tag's. The facade acts as the agent's host code: it has the rights of the a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
 from artifacts_app import selectors, services
+from artifacts_app.errors import ArtifactError
 from artifacts_app.evals import current_turn_id
 from artifacts_app.records import ArtifactRecord, ContentInfo
+from artifacts_app.registry import spec_for
+
+if TYPE_CHECKING:
+    from artifacts_app.tool import ToolResult
 
 __all__ = ["ArtifactRecord", "Artifacts", "ContentInfo"]
 
@@ -102,6 +107,46 @@ class Artifacts:
     def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:  # noqa: A002
         """Create a session of this agent; answers its id (generated when ``id`` is None)."""
         return services.session_create(agent=self.agent, sid=id, owner=owner).sid
+
+    def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+        """The model-facing ``tag_artifact`` tool: ``anthropic``, ``openai`` or ``openai-responses``.
+
+        Raises ``ArtifactError`` (``tool_not_offered``) when the agent offers no built-in tool.
+        """
+        from artifacts_app import tool
+
+        return tool.tool_definition(spec_for(services.agent_get(self.agent)), format)
+
+    def run_tool(
+        self,
+        input: Any,  # noqa: A002
+        *,
+        session_id: str | None = _UNSET,
+        turn_id: str | None = _UNSET,
+    ) -> ToolResult:
+        """Run a model's ``tag_artifact`` call (its input: a dict, or OpenAI's JSON arguments).
+
+        Answers a ``ToolResult``: the record tagged with ``source="model"``, or a refusal whose
+        text names the field to fix. Hand ``result.anthropic(id)`` / ``result.openai(id)`` back
+        to the model. Refusals that are not the model's to fix (unknown session…) raise.
+        """
+        from artifacts_app import tool
+
+        try:
+            result = services.tool_run(
+                agent=self.agent,
+                input=input,
+                session_id=self.session_id if session_id is _UNSET else session_id,
+                turn_id=self._turn(turn_id),
+            )
+        except ArtifactError as exc:
+            if tool.is_model_error(exc.status, exc.details):
+                return tool.ToolResult.refused(exc.code, exc.message, exc.details)
+            raise
+        return tool.ToolResult.tagged(result.record, result.created)
+
+    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:  # noqa: A002
+        return await sync_to_async(self.run_tool)(input, **kwargs)
 
     async def atag(self, **kwargs: Any) -> ArtifactRecord:
         return await sync_to_async(self.tag)(**kwargs)

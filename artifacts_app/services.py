@@ -467,6 +467,42 @@ def artifact_delete(*, agent: Agent | str, artifact_id: str) -> None:
         )
 
 
+# --- the model's tag_artifact tool (issue 5) ------------------------------------------------
+
+
+def tool_run(
+    *,
+    agent: Agent | str,
+    input: Any,  # noqa: A002 - the tool call's input, as the model sent it (dict or JSON text)
+    session_id: str | None = None,
+    turn_id: str | None = None,
+) -> TagResult:
+    """Run a model's ``tag_artifact`` call: tag with ``source="model"``.
+
+    Refusals of the model's input raise ``tool.ToolInputError`` (400, naming the field, e.g.
+    ``artifact.data.verdict``); ``tool.ToolResult.refused`` turns one into a tool result.
+    """
+    from artifacts_app import tool  # late: tool imports registry only, but keep services light
+
+    agent = agent_get(agent)
+    spec = spec_for(agent)
+    tool.require_tool(spec)
+    call = tool.parse_call(spec, input)
+    try:
+        return artifact_tag(
+            agent=agent,
+            kind=call.kind,
+            key=call.key,
+            title=call.title,
+            data=call.data,
+            session_id=session_id,
+            turn_id=turn_id,
+            source=Artifact.SOURCE_MODEL,
+        )
+    except ArtifactError as exc:
+        raise tool.model_facing(exc) from None
+
+
 # --- keys and tokens ------------------------------------------------------------------------
 
 

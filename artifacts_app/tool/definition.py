@@ -1,0 +1,135 @@
+"""The ``tag_artifact`` tool a model is handed, generated from an agent's kinds registry.
+
+The input is ``{"artifact": <one of the kinds' branches>}``: both providers want an object at the
+root, and the union over kinds sits inside it. Each branch fixes its ``kind`` and carries ``key``,
+``title`` (nullable) and ``data`` (that kind's schema, made strict by ``schema.Strictifier``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.registry import TOOL_NAME, AgentSpec
+from artifacts_app.tool.schema import Strictifier, data_schema
+
+FORMATS = ("anthropic", "openai", "openai-responses")
+DEFAULT_FORMAT = "anthropic"
+
+KEY_DESCRIPTION = (
+    "A stable identity for this artifact, such as its URL or path: tagging the same key again "
+    "replaces that artifact instead of adding another. null for a one-off output."
+)
+TITLE_DESCRIPTION = "A short title a person will see in a list (at most 512 characters); null for none."
+
+
+def description(spec: AgentSpec) -> str:
+    """What the model reads: when to call the tool, and every kind with its description."""
+    kinds = "\n".join(f"- {name}: {kind.description}" for name, kind in sorted(spec.kinds.items()))
+    return (
+        "Tag a notable output of your work as an artifact, so that it is kept and shown to the user "
+        "and to the agent's host. Call this once for each notable output (for example a review, a "
+        "report, a finding) as soon as it exists; do not tag drafts or small talk. Put it under "
+        "`artifact` and pick the kind that fits:\n"
+        f"{kinds}\n"
+        "`data` must match the chosen kind's schema. If the call is refused, the result names the "
+        "field to fix and what was expected: fix it and call tag_artifact again."
+    )
+
+
+def _branch(name: str, kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    data = data_schema(name, kind.json_schema(), defs)
+    return {
+        "type": "object",
+        "description": f"A {name!r} artifact: {kind.description}",
+        "properties": {
+            "kind": {"type": "string", "enum": [name]},
+            "key": {"type": ["string", "null"], "description": KEY_DESCRIPTION},
+            "title": {"type": ["string", "null"], "description": TITLE_DESCRIPTION},
+            "data": data,
+        },
+        "required": ["kind", "key", "title", "data"],
+        "additionalProperties": False,
+    }
+
+
+_cache: dict[tuple[str, str, int], tuple[dict[str, Any], list[str]]] = {}
+
+
+def input_schema_and_open_objects(spec: AgentSpec) -> tuple[dict[str, Any], list[str]]:
+    """The tool's input schema, and the paths of objects that could not be closed (dict fields)."""
+    cache_key = (spec.slug, spec.module, id(spec.kinds))
+    cached = _cache.get(cache_key)
+    if cached is not None:
+        return copy.deepcopy(cached[0]), list(cached[1])
+    defs: dict[str, Any] = {}
+    branches = [_branch(name, kind, defs) for name, kind in sorted(spec.kinds.items())]
+    artifact: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {"artifact": artifact},
+        "required": ["artifact"],
+        "additionalProperties": False,
+    }
+    if defs:
+        schema["$defs"] = defs
+    strict = Strictifier()
+    schema = strict.walk(schema)
+    _cache[cache_key] = (schema, strict.open_objects)
+    return copy.deepcopy(schema), list(strict.open_objects)
+
+
+def input_schema(spec: AgentSpec) -> dict[str, Any]:
+    return input_schema_and_open_objects(spec)[0]
+
+
+def require_tool(spec: AgentSpec) -> None:
+    """The built-in tool exists only when declared on, with kinds, and not shadowed."""
+    if spec.tool_enabled:
+        return
+    if spec.authored_tool is not None:
+        why = "its own tool named tag_artifact shadows the built-in one"
+    elif not spec.agent_tool:
+        why = "it does not declare agent_tool=True"
+    else:
+        why = "it declares no kinds"
+    raise NotFoundError(
+        "tool_not_offered", f"Agent {spec.slug!r} offers no built-in tag_artifact tool: {why}."
+    )
+
+
+def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:  # noqa: A002
+    """The tool in a provider's shape: ``anthropic`` (default), ``openai`` (Chat Completions
+    function tool, strict) or ``openai-responses`` (Responses API function tool, strict)."""
+    fmt = DEFAULT_FORMAT if format is None else format
+    if fmt not in FORMATS:
+        raise ArtifactError(
+            "unknown_format",
+            f"Unknown tool format {fmt!r}; use one of {', '.join(FORMATS)}.",
+            {"field": "format", "allowed": list(FORMATS)},
+        )
+    require_tool(spec)
+    schema, open_objects = input_schema_and_open_objects(spec)
+    text = description(spec)
+    if fmt == "anthropic":
+        return {"name": TOOL_NAME, "description": text, "input_schema": schema}
+    # Strict mode refuses an object with open keys (a dict field); such a schema goes non-strict.
+    strict = not open_objects
+    if fmt == "openai":
+        return {
+            "type": "function",
+            "function": {
+                "name": TOOL_NAME,
+                "description": text,
+                "parameters": schema,
+                "strict": strict,
+            },
+        }
+    return {
+        "type": "function",
+        "name": TOOL_NAME,
+        "description": text,
+        "parameters": schema,
+        "strict": strict,
+    }
