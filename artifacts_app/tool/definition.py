@@ -102,6 +102,7 @@ def require_tool(spec: AgentSpec) -> None:
 def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:  # noqa: A002
     """The tool in a provider's shape: ``anthropic`` (default), ``openai`` (Chat Completions
     function tool, strict) or ``openai-responses`` (Responses API function tool, strict)."""
+    require_tool(spec)
     fmt = DEFAULT_FORMAT if format is None else format
     if fmt not in FORMATS:
         raise ArtifactError(
@@ -109,7 +110,6 @@ def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any
             f"Unknown tool format {fmt!r}; use one of {', '.join(FORMATS)}.",
             {"field": "format", "allowed": list(FORMATS)},
         )
-    require_tool(spec)
     schema, open_objects = input_schema_and_open_objects(spec)
     text = description(spec)
     if fmt == "anthropic":

@@ -1,0 +1,10 @@
+"""Python clients of the service, for agents whose host code runs in another process or machine.
+
+    from artifacts_app.client import ArtifactsClient
+    with ArtifactsClient("http://localhost:8000", token, "reviewer") as client:
+        record = client.tag(kind="report", key="r-1", data="…")
+"""
+
+from artifacts_app.client.http import ArtifactsClient, AsyncArtifactsClient, ClientError
+
+__all__ = ["ArtifactsClient", "AsyncArtifactsClient", "ClientError"]
