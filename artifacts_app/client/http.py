@@ -434,24 +434,20 @@ class AsyncArtifactsClient(_Base):
         session_id: str | None = None,
         turn_id: str | None = None,
         source: str | None = None,
-        contents: str | bytes | Path | None = None,
+        contents: str | bytes | IO[bytes] | Path | None = None,
         content_type: str | None = None,
     ) -> ArtifactRecord:
-        if contents is not None and not isinstance(contents, (str, bytes, bytearray, os.PathLike)):
-            raise TypeError("AsyncArtifactsClient.tag takes contents as str, bytes or a path.")
-        if isinstance(contents, os.PathLike):
-            contents = Path(contents).read_bytes() if Path(contents).stat().st_size <= INLINE_LIMIT else contents
+        """Tag an artifact; a big or file ``contents`` is streamed as multipart."""
         kwargs, retry = self._tag_request(
             data=data, kind=kind, key=key, title=title, session_id=session_id, turn_id=turn_id,
             source=source, contents=contents, content_type=content_type,
         )  # fmt: skip
-        if "files" in kwargs:  # httpx's async multipart wants bytes or an async-readable body
-            name, handle, ctype = kwargs["files"]["contents"]
-            payload = handle.read() if hasattr(handle, "read") else handle
-            if hasattr(handle, "close"):
+        try:
+            return record_from_json(await self._json("POST", "artifacts", retry=retry, **kwargs))
+        finally:
+            handle = kwargs.get("_rewind")
+            if isinstance(contents, os.PathLike) and hasattr(handle, "close"):
                 handle.close()
-            kwargs = {"files": {**kwargs["files"], "contents": (name, payload, ctype)}}
-        return record_from_json(await self._json("POST", "artifacts", retry=retry, **kwargs))
 
     async def page(self, **filters: Any) -> tuple[list[ArtifactRecord], str | None]:
         cursor = filters.pop("cursor", None)
