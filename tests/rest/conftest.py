@@ -88,3 +88,9 @@ def world(reviewer, alice, bob, staff) -> World:
 @pytest.fixture
 def api(world) -> Client:
     return Client()
+
+
+@pytest.fixture(autouse=True)
+def _fast_passwords(settings):
+    """The users here log in with tokens or force_login: PBKDF2 would only make the matrix slow."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
