@@ -64,8 +64,8 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
         return max(size - suffix, 0), size - 1
     start = int(first)
     end = int(last) if last != "" else size - 1
-    if end < start:
-        return None
+    if last != "" and end < start:
+        return None  # invalid: ignored
     if start >= size:
         raise Unsatisfiable
     return start, min(end, size - 1)

@@ -94,3 +94,15 @@ def api(world) -> Client:
 def _fast_passwords(settings):
     """The users here log in with tokens or force_login: PBKDF2 would only make the matrix slow."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def body(response) -> bytes:
+    """The whole body of a response, streamed ones (an async generator) included."""
+    if not getattr(response, "streaming", False):
+        return response.content
+    from asgiref.sync import async_to_sync
+
+    async def collect() -> bytes:
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    return async_to_sync(collect)()
