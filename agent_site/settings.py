@@ -282,7 +282,6 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [],  # access.py decides, per route (DESIGN.md §7)
     "DEFAULT_PARSER_CLASSES": ["artifacts_app.rest.parsers.JSONParser"],
     "DEFAULT_RENDERER_CLASSES": ["artifacts_app.rest.parsers.ORJSONRenderer"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "artifacts_app.rest.parsers.JSONOnlyNegotiation",
     "EXCEPTION_HANDLER": "artifacts_app.rest.errors.exception_handler",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

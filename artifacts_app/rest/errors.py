@@ -122,6 +122,11 @@ class NotFoundView(APIView):
     permission_classes: list = []
     schema = None  # not a route
 
+    def get_content_negotiator(self) -> Any:
+        from artifacts_app.rest.parsers import JSONOnlyNegotiation
+
+        return JSONOnlyNegotiation()
+
     def _missing(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
         raise NotFoundError(
             "unknown_route",

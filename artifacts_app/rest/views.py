@@ -27,7 +27,12 @@ from artifacts_app.rest.auth import request_caller
 from artifacts_app.rest.content import content_response
 from artifacts_app.rest.filters import ArtifactFilter, PageFilter, cleaned
 from artifacts_app.rest.pagination import next_url
-from artifacts_app.rest.parsers import JSONParser, LimitedUploadHandler, MultiPartParser
+from artifacts_app.rest.parsers import (
+    JSONOnlyNegotiation,
+    JSONParser,
+    LimitedUploadHandler,
+    MultiPartParser,
+)
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
 
 TAG_FIELDS = frozenset(
@@ -44,6 +49,7 @@ class AgentView(APIView):
     """Base: resolves the agent from the URL's slug and the caller from the request."""
 
     parser_classes = [JSONParser]
+    content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
         return services.agent_get(self.kwargs["slug"])
