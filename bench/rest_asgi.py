@@ -3,7 +3,9 @@
 
 - ``/bare/insert`` (POST): a bare sync Django JSON view that inserts one row (the tag baseline).
 - ``/bare/file``: the same blob as the content case, as Django's ``FileResponse``.
-- ``/bare/asgi``: the same blob from a raw ASGI app, no Django (the transport's ceiling).
+- ``/bare/asgi``: the same blob from a raw ASGI app, no Django, no flow control;
+- ``/bare/asgi-paced``: the same behind ``BackpressureMiddleware`` (the transport's ceiling);
+- ``/bare/hello``: a raw ASGI app answering ``{}`` (the round-trip floor of daphne + client).
 Everything else goes to ``agent_site.asgi.application``.
 """
 
@@ -23,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt  # noqa: E402
 
 from agent_site import urls  # noqa: E402
 from artifacts_app.models import Agent, Artifact  # noqa: E402
+from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 
 BLOB_PATH = os.environ.get("BENCH_BLOB_PATH", "")
 CHUNK = 1024 * 1024
@@ -60,7 +63,19 @@ async def bare_asgi(scope, receive, send):
     await send({"type": "http.response.body", "body": b""})
 
 
+paced_bare_asgi = BackpressureMiddleware(bare_asgi)
+
+
+async def hello(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
 async def application(scope, receive, send):
     if scope["type"] == "http" and scope["path"] == "/bare/asgi":
         return await bare_asgi(scope, receive, send)
+    if scope["type"] == "http" and scope["path"] == "/bare/asgi-paced":
+        return await paced_bare_asgi(scope, receive, send)
+    if scope["type"] == "http" and scope["path"] == "/bare/hello":
+        return await hello(scope, receive, send)
     return await project(scope, receive, send)
