@@ -42,7 +42,7 @@ def cursor_decode(cursor: str) -> tuple[datetime, str]:
         padded = cursor + "=" * (-len(cursor) % 4)
         stamp, artifact_id = base64.urlsafe_b64decode(padded.encode()).decode().split("|", 1)
         moment = datetime.fromisoformat(stamp)
-        if moment.tzinfo is None or not artifact_id:
+        if moment.tzinfo is None or not artifact_id or "\x00" in artifact_id:
             raise ValueError
         return moment, artifact_id
     except (ValueError, UnicodeError, binascii.Error):
@@ -184,7 +184,7 @@ def sessions_page(
         qs = qs.filter(visible)
     if cursor:
         moment, last = cursor_decode(cursor)
-        if not last.isdigit():
+        if not (last.isascii() and last.isdigit()) or len(last) > 18:
             raise ArtifactError(
                 "invalid_cursor",
                 "`cursor` is not one this server gave out; start again without it.",

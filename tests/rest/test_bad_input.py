@@ -13,6 +13,10 @@ from tests.conftest import blob_files
 from tests.rest.conftest import World, bearer
 
 
+def _cursor(raw: str) -> str:
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
 def snapshot() -> tuple:
     return (
         sorted(Artifact.objects.values_list("id", "updated_at", "blob_id", "data")),
@@ -163,12 +167,28 @@ def test_other_body_types_are_415(world: World, client):
         ("source=human", "invalid_query"),
         ("cursor=%21%21notacursor", "invalid_cursor"),
         ("kind=a%00b", "invalid_query"),
+        ("cursor=" + _cursor("2026-01-01T00:00:00+00:00|art\x00x"), "invalid_cursor"),
     ],
 )
 def test_list_refuses_bad_query(world: World, client, query, code):
     response = client.get(f"/reviewer/v1/artifacts?{query}", **bearer(world.agent_key))
     assert response.status_code == 400, response.content
     assert envelope_of(response)["code"] == code
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        _cursor("2026-01-01T00:00:00+00:00|²"),  # a digit to str.isdigit, not to int()
+        _cursor("2026-01-01T00:00:00+00:00|" + "9" * 40),
+        _cursor("2026-01-01T00:00:00|5"),  # no time zone
+        "%%%",
+    ],
+)
+def test_sessions_list_refuses_bad_cursors(world: World, client, cursor):
+    response = client.get(f"/reviewer/v1/sessions?cursor={cursor}", **bearer(world.agent_key))
+    assert response.status_code == 400, response.content
+    assert envelope_of(response)["code"] in ("invalid_cursor", "invalid_query")
 
 
 @pytest.mark.parametrize(
