@@ -140,8 +140,9 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
         return response
     start, end = wanted if wanted is not None else (0, size - 1)
     length = end - start + 1 if size else 0
+    send_bytes = length and request.method != "HEAD"  # HEAD: the headers only, no read
     response = StreamingHttpResponse(
-        blob_chunks(sha256, start, end) if length else _empty(),
+        blob_chunks(sha256, start, end) if send_bytes else _empty(),
         status=206 if wanted is not None else 200,
         content_type=content_type,
     )

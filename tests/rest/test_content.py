@@ -176,3 +176,9 @@ async def test_blob_chunks_is_an_async_generator_of_bounded_chunks(db, settings,
         collected += chunk
     assert bytes(collected) == payload
     assert max(sizes) <= STREAM_CHUNK and len(sizes) == 3
+
+
+def test_head_answers_the_headers_without_the_bytes(world: World, client, ten):
+    got = client.head(f"/reviewer/v1/artifacts/{ten.id}/content", **bearer(world.agent_key))
+    assert got.status_code == 200
+    assert got["Content-Length"] == "10" and got["ETag"] == f'"{ten.content.sha256}"'
