@@ -6,13 +6,18 @@ model's call through ``services.tool_run`` and answers like a tag: 201/200 with 
 with a message written so that the model can correct its call.
 """
 
-from __future__ import annotations  # noqa: I001 (rest/ lands from the rest branch)
+from __future__ import annotations
 
 from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
 
 from artifacts_app import access, services, tool

@@ -10,11 +10,14 @@ from django.urls import include, path, re_path
 
 from artifacts_app.rest import views
 from artifacts_app.rest.errors import NotFoundView
+from artifacts_app.rest.tools import ToolView
 
 SESSION_ID = r"(?P<session_id>[A-Za-z0-9][A-Za-z0-9._:-]{0,127})"
 ARTIFACT_ID = r"(?P<artifact_id>[A-Za-z0-9_]{1,40})"
 
-tool_urlpatterns: list = []
+tool_urlpatterns: list = [
+    path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
+]
 
 agent_urlpatterns = [
     path("sessions", views.SessionsView.as_view(), name="sessions"),
