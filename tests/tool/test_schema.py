@@ -105,3 +105,14 @@ def test_unknown_format_is_refused():
 def test_kind_needs_description():
     with pytest.raises(ImproperlyConfigured):
         Kind("")
+
+
+def test_the_checkers_refuse_pydantics_raw_schema():
+    """The rules bite: pydantic's own schema of the rich kinds breaks several of them."""
+    spec = spec_for_declared(*SPECS["rich"])
+    raw = spec.kinds["evidence"].json_schema()
+    tool = {"type": "function", "function": {"name": "t", "description": "d", "parameters": raw, "strict": True}}
+    problems = " ".join(openai_strict_problems(tool))
+    assert "oneOf" in problems and "not every property is required" in problems
+    assert "keywords strict mode refuses" in problems  # title, default, discriminator
+    assert anthropic_problems({"name": "t", "description": "d", "input_schema": {"anyOf": [raw]}})
