@@ -10,6 +10,9 @@ from artifacts_app import blobs
 from artifacts_app.errors import TooLargeError
 from tests.conftest import blob_files
 
+# blob_put claims the blob's row before storing it (artifacts_app/blobgc.py).
+pytestmark = pytest.mark.django_db
+
 
 class Endless(io.RawIOBase):
     """A file that yields zeros forever: a put must stop at the limit without reading it all."""
