@@ -291,6 +291,8 @@ def s3_storage_from_env() -> dict:
     bucket = os.environ.get("ARTIFACTS_S3_BUCKET", "").strip()
     if not bucket:
         raise ImproperlyConfigured("ARTIFACTS_STORAGE=s3 needs ARTIFACTS_S3_BUCKET (the bucket name).")
+    from boto3.s3.transfer import TransferConfig
+
     endpoint = os.environ.get("ARTIFACTS_S3_ENDPOINT_URL", "").strip() or None
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise ImproperlyConfigured("ARTIFACTS_S3_ENDPOINT_URL must start with http:// or https://.")
@@ -308,6 +310,12 @@ def s3_storage_from_env() -> dict:
             "querystring_expire": env_int("ARTIFACTS_S3_REDIRECT_EXPIRY", 300, minimum=1),
             # Path-style works with every S3-compatible server (MinIO, moto, Ceph); AWS accepts it.
             "addressing_style": "path" if endpoint else None,
+            # Multipart uploads of 8 MiB parts, two at a time: memory stays bounded per upload.
+            "transfer_config": TransferConfig(
+                multipart_threshold=8 * 1024 * 1024,
+                multipart_chunksize=8 * 1024 * 1024,
+                max_concurrency=2,
+            ),
         },
     }
 

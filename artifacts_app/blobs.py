@@ -124,12 +124,25 @@ def blob_put(
                 os.chmod(tmp_path, 0o644)
                 os.replace(tmp_path, final)
         elif not storage.exists(name):
-            with open(tmp_path, "rb") as fh:
-                storage.save(name, File(fh, name=name))
+            if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
+                _s3_upload(storage, name, tmp_path)
+            else:
+                with open(tmp_path, "rb") as fh:
+                    storage.save(name, File(fh, name=name))
         return StoredBlob(sha256=sha, size=size)
     finally:
         if os.path.exists(tmp_path):
             os.unlink(tmp_path)
+
+
+def _s3_upload(storage: Any, name: str, path: str) -> None:
+    # django-storages' save() wraps the file so that boto3 sees it as unseekable and buffers it
+    # whole; upload_file from a path reads one multipart part at a time (transfer_config).
+    storage.bucket.Object(storage._normalize_name(name)).upload_file(
+        path,
+        ExtraArgs={"ContentType": "application/octet-stream"},
+        Config=getattr(storage, "transfer_config", None),
+    )
 
 
 def _claim(sha256: str, size: int) -> None:
