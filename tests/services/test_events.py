@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -17,14 +18,14 @@ class Listener:
 
     def __init__(self, *groups: str) -> None:
         self.layer = get_channel_layer()
-        self.channel = async_to_sync(self.layer.new_channel)()
+        # One loop for the listener's life: the Redis layer binds its receive queues to a loop.
+        self.loop = asyncio.new_event_loop()
+        self.channel = self.loop.run_until_complete(self.layer.new_channel())
         for group in groups:
-            async_to_sync(self.layer.group_add)(group, self.channel)
+            self.loop.run_until_complete(self.layer.group_add(group, self.channel))
 
     def drain(self) -> list[dict]:
         async def pull() -> list[dict]:
-            import asyncio
-
             out = []
             while True:
                 try:
@@ -32,7 +33,7 @@ class Listener:
                 except TimeoutError:
                     return out
 
-        return async_to_sync(pull)()
+        return self.loop.run_until_complete(pull())
 
 
 @pytest.fixture
