@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
+from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
@@ -18,14 +17,14 @@ class Listener:
 
     def __init__(self, *groups: str) -> None:
         self.layer = get_channel_layer()
-        # One loop for the listener's life: the Redis layer binds its receive queues to a loop.
-        self.loop = asyncio.new_event_loop()
-        self.channel = self.loop.run_until_complete(self.layer.new_channel())
+        self.channel = async_to_sync(self.layer.new_channel)()
         for group in groups:
-            self.loop.run_until_complete(self.layer.group_add(group, self.channel))
+            async_to_sync(self.layer.group_add)(group, self.channel)
 
     def drain(self) -> list[dict]:
         async def pull() -> list[dict]:
+            import asyncio
+
             out = []
             while True:
                 try:
@@ -33,7 +32,7 @@ class Listener:
                 except TimeoutError:
                     return out
 
-        return self.loop.run_until_complete(pull())
+        return async_to_sync(pull)()
 
 
 @pytest.fixture
