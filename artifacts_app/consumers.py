@@ -65,15 +65,19 @@ class EventsConsumer(AsyncWebsocketConsumer):
     writer: asyncio.Task | None = None
     session_sid: str | None = None
 
-    async def connect(self) -> None:
+    async def refuse(self, code: int, reason: str) -> None:
+        # API.md: accepted, then closed at once with the code, so that the client learns why.
         await self.accept()
+        await self.close(code=code, reason=_reason(reason))
+
+    async def connect(self) -> None:
         refusal = self.scope.get(ws_auth.REFUSAL)
         if refusal is not None:
-            await self.close(code=refusal[0], reason=_reason(refusal[1]))
+            await self.refuse(*refusal)
             return
         kwargs = self.scope["url_route"]["kwargs"]
         if "slug" not in kwargs:
-            await self.close(code=NOT_FOUND, reason="No such stream: see API.md for the event routes.")
+            await self.refuse(NOT_FOUND, "No such stream: see API.md for the event routes.")
             return
         try:
             after = parse_after(self.scope)
@@ -81,7 +85,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
                 self.scope.get(ws_auth.CALLER), kwargs["slug"], kwargs.get("session_id")
             )
         except ArtifactError as error:
-            await self.close(code=close_code(error), reason=_reason(error.message))
+            await self.refuse(close_code(error), error.message)
             return
         self.stream = stream
         self.session_sid = stream.session_sid
@@ -89,8 +93,10 @@ class EventsConsumer(AsyncWebsocketConsumer):
             maxsize=getattr(settings, "ARTIFACTS_WS_BUFFER", 1000)
         )
         self.lagging = False
-        # Join first, then read the stored rows: whatever commits in between arrives live.
+        # Join first, then read the stored rows: whatever commits in between arrives live. The
+        # handshake completes only once joined, so an open socket misses nothing from then on.
         await fanout.hub().join(stream.agent_id, self)
+        await self.accept()
         self.writer = asyncio.get_running_loop().create_task(self._write(after))
 
     def offer(self, seq: int, text: str) -> None:
