@@ -19,6 +19,7 @@ a socket whose buffer is full is dropped by its consumer, not waited for).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import threading
 from dataclasses import dataclass, field
@@ -133,7 +134,9 @@ class Hub:
                 if wanted is None or wanted == sid:
                     subscriber.offer(payload["seq"], text)
         if pending and feed.gap_timer is None and not feed.filling:
-            feed.gap_timer = self.loop.call_later(self.gap_wait, self._fill_gap, feed)
+            feed.gap_timer = self.loop.call_later(
+                self.gap_wait, self._fill_gap, feed, context=_BLANK.copy()
+            )
         elif not pending and feed.gap_timer is not None:
             feed.gap_timer.cancel()
             feed.gap_timer = None
@@ -143,7 +146,7 @@ class Hub:
         if not feed.pending or self.feeds.get(feed.agent_id) is not feed:
             return
         feed.filling = True
-        self.loop.create_task(self._fill(feed))
+        self.loop.create_task(self._fill(feed), context=_BLANK.copy())
 
     async def _fill(self, feed: _Feed) -> None:
         # A later seq arrived, so the missing ones are committed: read them from the stored rows.
@@ -210,6 +213,7 @@ class Hub:
                     await self.layer.group_add(events.agent_group(agent_id), self.channel)
 
 
+_BLANK = contextvars.Context()
 _hubs: dict[asyncio.AbstractEventLoop, Hub] = {}
 _hubs_lock = threading.Lock()
 
@@ -233,6 +237,8 @@ def deliver_local(agent_id: int, payloads: list[dict[str, Any]]) -> None:
         if agent_id not in found.feeds or loop.is_closed():
             continue
         try:
-            loop.call_soon_threadsafe(found.deliver, agent_id, payloads)
+            # A blank context: the publisher's (asgiref's sync_to_async markers) must not follow the
+            # events onto the hub's loop, or the hub's own database calls would think they nest.
+            loop.call_soon_threadsafe(found.deliver, agent_id, payloads, context=_BLANK.copy())
         except RuntimeError:  # the loop closed meanwhile
             pass
