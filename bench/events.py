@@ -11,8 +11,9 @@ harness (real sockets, the `websockets` client, one process):
          server process, so latency is tag → event;
   ours+redis (with --redis, REDIS_URL or redis://127.0.0.1:6379/0): two daphne processes on one
          database and Redis; subscribers on A, tags through B.
-Two phases each: a burst (events as fast as the server makes them: deliveries/s, and how many were
-lost), then a paced run at --rate events/s (latency p50/p99 from the moment the event was made).
+Two phases each: a burst (--burst events as fast as the server makes them: deliveries/s, and how
+many were lost), then a paced run of --paced-s seconds at --rate deliveries/s (events/s = rate /
+clients; latency p50/p99 from the moment the event was made, a tag's start for ours).
 """
 
 from __future__ import annotations
@@ -162,8 +163,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", default="1,100,500")
     parser.add_argument("--burst", type=int, default=1000)
-    parser.add_argument("--rate", type=float, default=1000)
-    parser.add_argument("--paced", type=int, default=1000, help="events in the paced phase")
+    parser.add_argument(
+        "--rate", type=float, default=1000, help="paced phase: deliveries/s (events/s × clients)"
+    )
+    parser.add_argument("--paced-s", type=float, default=3, help="paced phase length, seconds")
     parser.add_argument("--redis", action="store_true")
     parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -244,12 +247,14 @@ def main() -> None:
         for clients in [int(c) for c in args.clients.split(",")]:
             for server in servers:
                 burst = asyncio.run(measure(server, clients, args.burst, 0, headers))
-                pacedr = asyncio.run(measure(server, clients, args.paced, args.rate, headers))
+                per_s = args.rate / clients  # events/s, so that deliveries/s is --rate
+                count = max(3, int(per_s * args.paced_s))
+                pacedr = asyncio.run(measure(server, clients, count, per_s, headers))
                 rows.append((burst, pacedr))
                 print(
                     f"{clients:>4} {server.name:<16} burst {burst['per_s']:>9,.0f} deliveries/s "
                     f"lost {burst['lost']:>6} (events made in {burst['emit_s']:.2f}s) | "
-                    f"paced {args.rate:.0f}/s p50 {pacedr['p50']:6.1f} ms p99 {pacedr['p99']:7.1f} ms "
+                    f"paced {args.rate:.0f} deliveries/s p50 {pacedr['p50']:6.1f} ms p99 {pacedr['p99']:7.1f} ms "
                     f"lost {pacedr['lost']}",
                     flush=True,
                 )
