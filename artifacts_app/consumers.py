@@ -146,11 +146,16 @@ class EventsConsumer(AsyncWebsocketConsumer):
                 if len(page.events) < events.REPLAY_PAGE:
                     break
         buffer = self.buffer
+        send = self.base_send
         while True:
             seq, text = await buffer.get()
-            if seq > last:  # the replay/live seam: skip what replay already sent
-                await self.send(text_data=text)
-                last = seq
+            while True:
+                if seq > last:  # the replay/live seam: skip what replay already sent
+                    await send({"type": "websocket.send", "text": text})
+                    last = seq
+                if buffer.empty():  # drain a backlog without a wake-up per event
+                    break
+                seq, text = buffer.get_nowait()
 
     def _leave(self) -> None:
         if self.stream is not None:

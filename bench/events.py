@@ -9,6 +9,8 @@ harness (real sockets, the `websockets` client, one process):
          group_send per event (in-memory layer, channels' default capacity 100);
   ours   daphne with the site's streams; events come from real tags (services.artifact_tag) in the
          server process, so latency is tag → event;
+  ours fan-out: the same daphne, fake events handed to events.publish from a thread as a commit
+         hook does: the fan-out alone, without the database (tags cost ~3 ms each on SQLite);
   ours+redis (with --redis, REDIS_URL or redis://127.0.0.1:6379/0): two daphne processes on one
          database and Redis; subscribers on A, tags through B.
 Two phases each: a burst (--burst events as fast as the server makes them: deliveries/s, and how
@@ -180,9 +182,15 @@ def main() -> None:
     from artifacts_app import services
 
     slug = f"bench-{os.getpid()}"
-    services.agent_create(slug=slug, max_artifacts=10**9)
-    services.session_create(agent=slug, sid="s_bench")
-    key = services.agent_key_create(agent=slug)[1]
+    fanout_only = f"fan-{os.getpid()}"
+    for name in (slug, fanout_only):
+        services.agent_create(slug=name, max_artifacts=10**9)
+        services.session_create(agent=name, sid="s_bench")
+    staff = f"bench-staff-{os.getpid()}"
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user(staff, is_staff=True)
+    key = services.user_token_create(user=staff)[1]  # staff watch every agent's sessions
     headers = {"Authorization": f"Bearer {key}"}
 
     env = {
@@ -206,12 +214,12 @@ def main() -> None:
         wait_port(port, proc)
         return port
 
-    def http_emitter(port: int):
+    def http_emitter(port: int, source: str = "tag", agent: str = slug):
         async def emit(n: int, rate: float) -> None:
             async with httpx.AsyncClient(timeout=600) as http:
                 r = await http.post(
                     f"http://127.0.0.1:{port}/_bench/emit",
-                    params={"n": n, "rate": rate, "slug": slug, "sid": "s_bench"},
+                    params={"n": n, "rate": rate, "slug": agent, "sid": "s_bench", "source": source},
                 )
                 r.raise_for_status()
 
@@ -234,6 +242,8 @@ def main() -> None:
     ours = daphne("ours")
     path = f"/{slug}/v1/sessions/s_bench/events"
     servers.append(Server("ours in-memory", f"ws://127.0.0.1:{ours}{path}", http_emitter(ours)))
+    fan_path = f"ws://127.0.0.1:{ours}/{fanout_only}/v1/sessions/s_bench/events"
+    servers.append(Server("ours fan-out", fan_path, http_emitter(ours, "publish", fanout_only)))
     if args.redis:
         redis = {
             "REDIS_URL": os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/0"),
@@ -271,7 +281,7 @@ def main() -> None:
     for clients in sorted({b["clients"] for b, _ in rows}):
         plain_r = by[(clients, "plain channels")]["per_s"]
         bare_r = by[(clients, "bare websockets")]["per_s"]
-        for name in ("ours in-memory", "ours redis A←B"):
+        for name in ("ours in-memory", "ours fan-out", "ours redis A←B"):
             if (clients, name) in by:
                 r = by[(clients, name)]["per_s"]
                 print(

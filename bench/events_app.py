@@ -81,10 +81,36 @@ def tag_paced(slug: str, sid: str, n: int, rate: float, done: threading.Event) -
     done.set()
 
 
+async def publish_only(slug: str, n: int, rate: float) -> None:
+    """The fan-out alone: fake events through events.publish from a thread, as a commit hook does
+    (continuing the feed's seq, so the hub takes them in order)."""
+    from artifacts_app import events, fanout
+    from artifacts_app.models import Agent
+
+    agent_id = await Agent.objects.filter(slug=slug).values_list("pk", flat=True).afirst()
+    feed = fanout.hub().feeds[agent_id]
+    first = feed.next_seq
+
+    def run() -> None:
+        start = time.perf_counter()
+        for i in range(n):
+            if rate:
+                delay = start + i / rate - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+            event = fake_event(i)
+            event["seq"] = first + i
+            events.publish(agent_id, [event])
+
+    await asyncio.to_thread(run)
+
+
 async def emit(query: dict) -> None:
     n = int(query["n"][0])
     rate = float(query.get("rate", ["0"])[0])
-    if MODE == "plain":
+    if query.get("source", ["tag"])[0] == "publish":
+        await publish_only(query["slug"][0], n, rate)
+    elif MODE == "plain":
         layer = get_channel_layer()
 
         async def one(i: int) -> None:
