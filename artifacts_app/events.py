@@ -184,19 +184,26 @@ class _Publisher:
     async def _send_forever(self) -> None:
         assert self.queue is not None
         while True:
-            agent_id, payloads = await self.queue.get()
-            try:
-                await self.layer.group_send(
-                    agent_group(agent_id),
-                    {"type": BATCH, "origin": origin(), "agent": agent_id, "events": payloads},
-                )
-            except Exception:
-                log.exception("sending events of agent %s to the layer failed", agent_id)
-            finally:
-                with self.lock:
-                    self.pending -= 1
-                    if not self.pending:
-                        self.idle.set()
+            # Under load, merge what waits into one message per agent: a group_send is several
+            # Redis round trips, whatever its size.
+            batches = [await self.queue.get()]
+            while not self.queue.empty():
+                batches.append(self.queue.get_nowait())
+            merged: dict[int, list[dict[str, Any]]] = {}
+            for agent_id, payloads in batches:
+                merged.setdefault(agent_id, []).extend(payloads)
+            for agent_id, payloads in merged.items():
+                try:
+                    await self.layer.group_send(
+                        agent_group(agent_id),
+                        {"type": BATCH, "origin": origin(), "agent": agent_id, "events": payloads},
+                    )
+                except Exception:
+                    log.exception("sending events of agent %s to the layer failed", agent_id)
+            with self.lock:
+                self.pending -= len(batches)
+                if not self.pending:
+                    self.idle.set()
 
     def flush(self, timeout: float) -> bool:
         return self.idle.wait(timeout)
