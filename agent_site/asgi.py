@@ -9,12 +9,14 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Streamed content waits for the client instead of piling up in daphne's buffer (issue 3).
+        "http": BackpressureMiddleware(django_asgi_app),
         # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
         "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),
     }

@@ -18,7 +18,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http.request import validate_host
 
-from artifacts_app import access, services
+from artifacts_app import access
+from artifacts_app.rest.auth import INVALID_TOKEN_MESSAGE, bearer_token, caller_from_authorization
 
 CALLER = "artifacts_caller"
 REFUSAL = "artifacts_refusal"  # (close code, reason) or None
@@ -29,20 +30,6 @@ def _header(scope: dict[str, Any], name: bytes) -> str | None:
         if key.lower() == name:
             return value.decode("latin-1")
     return None
-
-
-def bearer_token(value: str) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` value; None when malformed."""
-    scheme, _, token = value.strip().partition(" ")
-    token = token.strip()
-    if scheme.lower() != "bearer" or not token or " " in token:
-        return None
-    return token
-
-
-def _caller_from_token(token: str) -> access.Caller | None:
-    key = services.token_lookup(token)
-    return None if key is None else access.caller_from_key(key)
 
 
 def origin_allowed(origin: str | None) -> bool:
@@ -59,12 +46,11 @@ def origin_allowed(origin: str | None) -> bool:
 async def resolve(scope: dict[str, Any]) -> tuple[access.Caller, tuple[int, str] | None]:
     header = _header(scope, b"authorization")
     if header is not None:
-        token = bearer_token(header)
-        if token is None:
+        if bearer_token(header) is None:
             return access.ANONYMOUS_CALLER, (4401, "Authorization must be `Bearer <token>`.")
-        caller = await database_sync_to_async(_caller_from_token)(token)
-        if caller is None or not caller.is_authenticated:
-            return access.ANONYMOUS_CALLER, (4401, "That token is unknown or revoked.")
+        caller = await database_sync_to_async(caller_from_authorization)(header)
+        if caller is None:
+            return access.ANONYMOUS_CALLER, (4401, INVALID_TOKEN_MESSAGE)
         return caller, None
     caller = access.caller_from_user(scope.get("user"))
     if caller.is_authenticated and not origin_allowed(_header(scope, b"origin")):

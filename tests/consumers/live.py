@@ -33,7 +33,7 @@ def test_database_url() -> str:
 
 class Daphne:
     def __init__(
-        self, app: str = "tests.consumers.tagging_asgi:application", port: int | None = None
+        self, app: str = "agent_site.asgi:application", port: int | None = None
     ) -> None:
         self.port = port or free_port()
         env = {**os.environ, "DATABASE_URL": test_database_url(), "PYTHONPATH": str(ROOT)}

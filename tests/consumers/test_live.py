@@ -38,9 +38,15 @@ def daphnes():
         server.stop()
 
 
-async def tag_over_http(server: Daphne, slug: str, **fields) -> str:
+async def tag_over_http(server: Daphne, slug: str, token: str, **fields) -> str:
+    """POST /<slug>/v1/artifacts, the REST tag (API.md)."""
     async with httpx.AsyncClient() as http:
-        response = await http.post(f"{server.http}/_test/{slug}/tag", json=fields, timeout=10)
+        response = await http.post(
+            f"{server.http}/{slug}/v1/artifacts",
+            json=fields,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        )
     assert response.status_code == 201, response.text
     return response.json()["id"]
 
@@ -51,7 +57,7 @@ async def test_tag_over_http_event_arrives(agent, daphnes):
     stream = subscribe(f"{server.ws}/{slug}/v1/events", key, after=0)
     first = asyncio.ensure_future(stream.__anext__())
     await asyncio.sleep(0.5)  # connected and joined
-    record_id = await tag_over_http(server, slug, key="k", data={"v": 1})
+    record_id = await tag_over_http(server, slug, key, key="k", data={"v": 1})
     event = await asyncio.wait_for(first, 5)
     assert event["type"] == "artifact.tagged" and event["seq"] == 1
     assert event["record"]["id"] == record_id and event["record"]["data"] == {"v": 1}
@@ -63,7 +69,7 @@ async def test_client_reconnects_with_after_across_a_restart(agent, daphnes):
     slug, key = agent
     server = daphnes()
     stream = subscribe(f"{server.ws}/{slug}/v1/events", key, after=0)
-    await tag_over_http(server, slug, key="a", data={})
+    await tag_over_http(server, slug, key, key="a", data={})
     assert (await asyncio.wait_for(stream.__anext__(), 5))["seq"] == 1
     server.stop()
     nxt = asyncio.ensure_future(stream.__anext__())
@@ -72,7 +78,7 @@ async def test_client_reconnects_with_after_across_a_restart(agent, daphnes):
     assert not nxt.done()
     server = daphnes(port=server.port)
     assert (await asyncio.wait_for(nxt, 10))["record"]["key"] == "b"
-    await tag_over_http(server, slug, key="c", data={})
+    await tag_over_http(server, slug, key, key="c", data={})
     assert (await asyncio.wait_for(stream.__anext__(), 5))["seq"] == 3
     await stream.aclose()
 
@@ -95,14 +101,14 @@ async def test_two_daphnes_over_redis(agent, daphnes):
     first = asyncio.ensure_future(stream.__anext__())
     await asyncio.sleep(0.5)
     started = time.monotonic()
-    record_id = await tag_over_http(b, slug, key="über", title="ü ✓", data={"n": [1, 2.5, None]})
+    record_id = await tag_over_http(b, slug, key, key="über", title="ü ✓", data={"n": [1, 2.5, None]})
     event = await asyncio.wait_for(first, 2)
     assert time.monotonic() - started < 2
     assert event["record"]["id"] == record_id
     assert event["record"]["data"] == {"n": [1, 2.5, None]} and event["record"]["title"] == "ü ✓"
     # and the next ones keep coming, in order
     for i in range(20):
-        await tag_over_http(b, slug, key=f"k{i}", data={"i": i})
+        await tag_over_http(b, slug, key, key=f"k{i}", data={"i": i})
     got = [(await asyncio.wait_for(stream.__anext__(), 2))["seq"] for _ in range(20)]
     assert got == list(range(2, 22))
     await stream.aclose()
