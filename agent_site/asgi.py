@@ -11,11 +11,13 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
+from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
         # Streamed content waits for the client instead of piling up in daphne's buffer (issue 3).
         "http": BackpressureMiddleware(django_asgi_app),
-        "websocket": URLRouter(websocket_urlpatterns),
+        # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
+        "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),
     }
 )

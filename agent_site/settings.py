@@ -199,8 +199,13 @@ if REDIS_URL:
             "CONFIG": {
                 "hosts": [REDIS_URL],
                 "prefix": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts"),
-                "capacity": env_int("ARTIFACTS_LAYER_CAPACITY", 1000, minimum=1),
+                # Events: each process holds ONE layer channel (artifacts_app.fanout) receiving one
+                # message per transaction, so capacity is batches waiting for a whole process — a
+                # 10,000 burst fits; past it the layer drops and the hub refills from the stored
+                # rows. Expiry: a batch older than 60 s is stale (its events are stored anyway).
+                "capacity": env_int("ARTIFACTS_LAYER_CAPACITY", 10_000, minimum=1),
                 "expiry": env_int("ARTIFACTS_LAYER_EXPIRY", 60, minimum=1),
+                "group_expiry": 86400,  # hubs renew their groups every ARTIFACTS_WS_GROUP_REFRESH
             },
         }
     }
@@ -265,6 +270,14 @@ ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
 # Seconds that stored events stay available for `?after=` replay (default 7 days).
 ARTIFACTS_EVENT_RETENTION = env_int("ARTIFACTS_EVENT_RETENTION", 7 * 24 * 3600, minimum=60)
 # How many server processes share this database; more than one needs the Redis channel layer.
+# --- websocket events (artifacts_app.consumers / fanout; docs/architecture.md "Events") ---
+# Unsent events a socket may hold before it is dropped with 4429 (reconnect with ?after=).
+ARTIFACTS_WS_BUFFER = env_int("ARTIFACTS_WS_BUFFER", 1000, minimum=1)
+# How long an event past a seq hole waits for the hole before it is read from the stored rows.
+ARTIFACTS_WS_GAP_WAIT = env_int("ARTIFACTS_WS_GAP_WAIT_MS", 500, minimum=1) / 1000
+ARTIFACTS_WS_GROUP_REFRESH = 3600  # seconds; below the layer's group_expiry
+ARTIFACTS_WS_PUBLISH_BACKLOG = 10_000  # layer sends waiting in one process before drops (logged)
+
 ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
 
 # Django's own cap on request bodies held in memory; the JSON cap above is enforced by the API.

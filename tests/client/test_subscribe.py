@@ -5,11 +5,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-import pytest
-
 from artifacts_app.client import AsyncArtifactsClient
-
-pytest.importorskip("artifacts_app.client.events", reason="subscribe comes with the events issue")
 
 
 async def test_subscribe_sees_a_tag_made_through_the_client(served):

@@ -1,0 +1,170 @@
+"""The event streams (API.md "Events"): thin — authorise with ``events.stream_open``, join the
+process's fan-out, replay stored events, then forward live ones.
+
+Close codes (the reason says what to do):
+  4400  bad ``after`` (not a non-negative integer)
+  4401  no credentials, or unknown / revoked ones
+  4403  not allowed (another user's session, another agent's key, a refused ``Origin``)
+  4404  unknown agent or session
+  4429  this client fell behind (its buffer of ``ARTIFACTS_WS_BUFFER`` unsent events filled):
+        reconnect with ``?after=<last seq received>``; replay makes it whole.
+Before replaying, a client whose ``after`` is older than the stored events gets
+``{"type": "replay.truncated", "after": n, "oldestSeq": m, "message": …}`` and then what is stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from artifacts_app import events, fanout, ws_auth
+from artifacts_app.errors import ArtifactError, ForbiddenError, NotFoundError, UnauthenticatedError
+
+log = logging.getLogger(__name__)
+
+BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, LAGGING = 4400, 4401, 4403, 4404, 4429
+
+
+def close_code(error: ArtifactError) -> int:
+    if isinstance(error, UnauthenticatedError):
+        return UNAUTHENTICATED
+    if isinstance(error, ForbiddenError):
+        return FORBIDDEN
+    if isinstance(error, NotFoundError):
+        return NOT_FOUND
+    return BAD_REQUEST
+
+
+def _reason(text: str) -> str:
+    return text.encode("utf-8")[:123].decode("utf-8", "ignore")  # a close frame's limit
+
+
+def parse_after(scope: dict[str, Any]) -> int | None:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after")
+    if not values:
+        return None
+    value = values[-1]
+    if not value.isdigit() or len(value) > 19:
+        raise ArtifactError("invalid_after", "`after` must be a non-negative integer (an event seq).")
+    return int(value)
+
+
+class EventsConsumer(AsyncWebsocketConsumer):
+    # No per-socket layer channel: the process's one subscription lives in ``fanout`` (an alias
+    # that is not configured makes Channels skip the layer for this consumer).
+    channel_layer_alias = "artifacts-fanout"
+
+    stream: events.Stream | None = None
+    writer: asyncio.Task | None = None
+    session_sid: str | None = None
+
+    async def refuse(self, code: int, reason: str) -> None:
+        # API.md: accepted, then closed at once with the code, so that the client learns why.
+        await self.accept()
+        await self.close(code=code, reason=_reason(reason))
+
+    async def connect(self) -> None:
+        refusal = self.scope.get(ws_auth.REFUSAL)
+        if refusal is not None:
+            await self.refuse(*refusal)
+            return
+        kwargs = self.scope["url_route"]["kwargs"]
+        if "slug" not in kwargs:
+            await self.refuse(NOT_FOUND, "No such stream: see API.md for the event routes.")
+            return
+        try:
+            after = parse_after(self.scope)
+            stream = await database_sync_to_async(events.stream_open)(
+                self.scope.get(ws_auth.CALLER), kwargs["slug"], kwargs.get("session_id")
+            )
+        except ArtifactError as error:
+            await self.refuse(close_code(error), error.message)
+            return
+        self.stream = stream
+        self.session_sid = stream.session_sid
+        self.buffer: asyncio.Queue[tuple[int, str]] = asyncio.Queue(
+            maxsize=getattr(settings, "ARTIFACTS_WS_BUFFER", 1000)
+        )
+        self.lagging = False
+        # Join first, then read the stored rows: whatever commits in between arrives live. The
+        # handshake completes only once joined, so an open socket misses nothing from then on.
+        await fanout.hub().join(stream.agent_id, self)
+        await self.accept()
+        self.writer = asyncio.get_running_loop().create_task(self._write(after))
+
+    def offer(self, seq: int, text: str) -> None:
+        """Called by the hub; must not block. A full buffer means the client is not reading."""
+        if self.lagging:
+            return
+        try:
+            self.buffer.put_nowait((seq, text))
+        except asyncio.QueueFull:
+            self.lagging = True
+            self._leave()
+            asyncio.get_running_loop().create_task(self._drop_lagging())
+
+    async def _drop_lagging(self) -> None:
+        if self.writer is not None:
+            self.writer.cancel()
+        await self.close(
+            code=LAGGING,
+            reason="Too far behind: reconnect with ?after=<the last seq you received>.",
+        )
+
+    async def _write(self, after: int | None) -> None:
+        last = -1
+        if after is not None:
+            last = after
+            check = True
+            while True:
+                page = await database_sync_to_async(events.replay_page)(
+                    self.stream, last, check_retention=check
+                )
+                if check and page.truncated_from is not None:
+                    await self.send(
+                        text_data=orjson.dumps(
+                            {
+                                "type": "replay.truncated",
+                                "after": after,
+                                "oldestSeq": page.truncated_from,
+                                "message": "Events after this seq are no longer stored "
+                                "(ARTIFACTS_EVENT_RETENTION); replay starts at oldestSeq.",
+                            }
+                        ).decode()
+                    )
+                check = False
+                for payload in page.events:
+                    await self.send(text_data=orjson.dumps(payload).decode())
+                    last = payload["seq"]
+                if len(page.events) < events.REPLAY_PAGE:
+                    break
+        buffer = self.buffer
+        send = self.base_send
+        while True:
+            seq, text = await buffer.get()
+            while True:
+                if seq > last:  # the replay/live seam: skip what replay already sent
+                    await send({"type": "websocket.send", "text": text})
+                    last = seq
+                if buffer.empty():  # drain a backlog without a wake-up per event
+                    break
+                seq, text = buffer.get_nowait()
+
+    def _leave(self) -> None:
+        if self.stream is not None:
+            fanout.hub().leave(self.stream.agent_id, self)
+
+    async def disconnect(self, code: int) -> None:
+        self._leave()
+        if self.writer is not None:
+            self.writer.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        pass  # the streams are one-way; what a client sends is ignored

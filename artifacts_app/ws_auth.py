@@ -1,0 +1,75 @@
+"""Who is on the other end of a websocket (DESIGN.md §8), for the consumers to ask ``access``.
+
+``Authorization: Bearer <agent key | user token>`` wins when present (no ``Origin`` needed: it is not
+a browser's ambient credential). Otherwise the Django session cookie, and then only from an
+``Origin`` whose host is in ``ALLOWED_HOSTS`` (no ``Origin``: refused) — a page on another site must
+not ride a logged-in browser's cookie. The middleware never refuses by itself: it puts the caller
+and, when the credentials are bad, the close code and reason into the scope, and the consumer
+accepts and closes with them (API.md: 4401 / 4403), so the client learns why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+from channels.auth import AuthMiddlewareStack
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.http.request import validate_host
+
+from artifacts_app import access
+from artifacts_app.rest.auth import INVALID_TOKEN_MESSAGE, bearer_token, caller_from_authorization
+
+CALLER = "artifacts_caller"
+REFUSAL = "artifacts_refusal"  # (close code, reason) or None
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
+
+
+def origin_allowed(origin: str | None) -> bool:
+    if not origin:
+        return False
+    host = urlsplit(origin).hostname
+    if not host:
+        return False
+    if ":" in host:  # IPv6 literal, as ALLOWED_HOSTS writes it
+        host = f"[{host}]"
+    return validate_host(host, settings.ALLOWED_HOSTS)
+
+
+async def resolve(scope: dict[str, Any]) -> tuple[access.Caller, tuple[int, str] | None]:
+    header = _header(scope, b"authorization")
+    if header is not None:
+        if bearer_token(header) is None:
+            return access.ANONYMOUS_CALLER, (4401, "Authorization must be `Bearer <token>`.")
+        caller = await database_sync_to_async(caller_from_authorization)(header)
+        if caller is None:
+            return access.ANONYMOUS_CALLER, (4401, INVALID_TOKEN_MESSAGE)
+        return caller, None
+    caller = access.caller_from_user(scope.get("user"))
+    if caller.is_authenticated and not origin_allowed(_header(scope, b"origin")):
+        return caller, (4403, "A cookie-authenticated websocket must come from an allowed Origin.")
+    return caller, None
+
+
+class BearerAuthMiddleware:
+    """Sets ``scope["artifacts_caller"]`` and ``scope["artifacts_refusal"]``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        caller, refusal = await resolve(scope)
+        scope = {**scope, CALLER: caller, REFUSAL: refusal}
+        return await self.inner(scope, receive, send)
+
+
+def WsAuthStack(inner: Any) -> Any:  # noqa: N802 — named like Channels' AuthMiddlewareStack
+    """Cookie session + user (Channels), then bearer tokens and the origin rule (ours)."""
+    return AuthMiddlewareStack(BearerAuthMiddleware(inner))

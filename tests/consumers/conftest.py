@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.test import Client
+
+from agent_site.asgi import application
+from artifacts_app import services
+
+
+@pytest.fixture
+def keys(transactional_db, django_user_model):
+    """An agent with a session per user, and every kind of credential the auth matrix needs."""
+    agent = services.agent_create(slug="watched", max_artifacts=1000)
+    other = services.agent_create(slug="elsewhere", max_artifacts=1000)
+    alice = django_user_model.objects.create_user("alice", password="alice-pw-123")
+    bob = django_user_model.objects.create_user("bob", password="bob-pw-123")
+    staff = django_user_model.objects.create_user("sup", password="sup-pw-123", is_staff=True)
+    services.session_create(agent=agent, sid="s:alice", owner=alice)
+    services.session_create(agent=agent, sid="s:bob", owner=bob)
+    client = Client()
+    client.force_login(alice)
+    return {
+        "agent": agent,
+        "other": other,
+        "agent_key": services.agent_key_create(agent=agent)[1],
+        "other_key": services.agent_key_create(agent=other)[1],
+        "alice": services.user_token_create(user=alice)[1],
+        "bob": services.user_token_create(user=bob)[1],
+        "staff": services.user_token_create(user=staff)[1],
+        "alice_cookie": client.cookies["sessionid"].value,
+    }
+
+
+def connect(path: str, token: str | None = None, headers: list | None = None):
+    hdrs = list(headers or [])
+    if token:
+        hdrs.append((b"authorization", f"Bearer {token}".encode()))
+    return WebsocketCommunicator(application, path, headers=hdrs)
+
+
+async def receive_all(comm: WebsocketCommunicator, timeout: float = 0.3) -> list[dict]:
+    """Everything sent until ``timeout`` passes quietly (receive_output's timeout would cancel
+    the application, so ask receive_nothing first)."""
+    out = []
+    while True:
+        if await comm.receive_nothing(timeout):
+            return out
+        message = await comm.receive_output(1)
+        if message["type"] != "websocket.send":
+            out.append({"closed": message.get("code")})
+            return out
+        out.append(json.loads(message["text"]))
+
+
+async def receive_n(comm: WebsocketCommunicator, n: int, timeout: float = 5) -> list[dict]:
+    out = []
+    for _ in range(n):
+        out.append(json.loads(await comm.receive_from(timeout)))
+    return out
+
+
+tag = database_sync_to_async(services.artifact_tag)
+delete = database_sync_to_async(services.artifact_delete)
