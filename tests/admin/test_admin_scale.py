@@ -61,6 +61,7 @@ QUERIES = [
     "?agent=reviewer&source__exact=model&has_content=no",
     "?agent=free&q=Row%2099",
     "?agent=reviewer&updated_at__year=2026",
+    "?agent=reviewer&_facets=1",  # facet counts stay off
 ]
 
 
