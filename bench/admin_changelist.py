@@ -29,14 +29,13 @@ def main() -> None:
     from django.conf import settings
     from django.contrib.admin.views.main import ChangeList
     from django.contrib.auth import get_user_model
+    from django.core.management import call_command
     from django.test import Client
     from django.utils import timezone
 
     from artifacts_app import services
     from artifacts_app.admin.artifacts import ArtifactAdmin
     from artifacts_app.models import Agent, Artifact
-
-    from django.core.management import call_command
 
     call_command("collectstatic", "--noinput", verbosity=0)  # DEBUG off serves the manifest's names
     settings.ALLOWED_HOSTS = ["*"]
