@@ -13,6 +13,19 @@ CHROMIUM = os.environ.get("ARTIFACTS_CHROMIUM", "/usr/bin/chromium")
 os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 
 
+def live_ready() -> bool:
+    """The REST routes and the session websocket exist (the playground's live half needs both)."""
+    from django.urls import Resolver404, resolve
+
+    from artifacts_app import routing
+
+    try:
+        resolve("/reviewer/v1/artifacts")
+    except Resolver404:
+        return False
+    return bool(routing.websocket_urlpatterns)
+
+
 def pytest_collection_modifyitems(config, items):
     if Path(CHROMIUM).exists():
         return

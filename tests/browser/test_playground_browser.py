@@ -11,7 +11,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import log_in
+from tests.browser.conftest import live_ready, log_in
 from tests.browser.server import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
@@ -66,6 +66,9 @@ def test_log_in_and_see_the_session_newest_first_escaped(live, page, tmp_path):
     expect(cards.nth(1).locator(".data")).to_contain_text('"verdict": "approve"')
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#session-select").input_value() == "s_live"
+    if live_ready():  # with REST: the text preview; with the websocket: "live"
+        expect(cards.nth(1).locator(".preview-text")).to_have_text("Looks good: two nits.\n")
+        expect(page.locator("#status")).to_have_attribute("data-state", "live", timeout=10_000)
     page.screenshot(path=str(screenshot_path(tmp_path, "playground.png")), full_page=True)
 
 

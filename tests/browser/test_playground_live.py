@@ -7,28 +7,17 @@ These need the REST routes (API.md "HTTP routes") and the session websocket (API
 from __future__ import annotations
 
 import pytest
-from django.urls import Resolver404, resolve
 from playwright.sync_api import expect
 
-from artifacts_app import routing
-from tests.browser.conftest import log_in
+from tests.browser.conftest import live_ready, log_in
 from tests.browser.test_playground_browser import SESSION_URL, tag_inside
-
-
-def _live_ready() -> bool:
-    try:
-        resolve("/reviewer/v1/artifacts")
-    except Resolver404:
-        return False
-    return bool(routing.websocket_urlpatterns)
-
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
     pytest.mark.timeout(180),
     pytest.mark.skipif(
-        not _live_ready(),
+        not live_ready(),
         reason="needs the REST API and the session websocket (branches rest and events) merged",
     ),
 ]
