@@ -24,6 +24,7 @@ from artifacts_app.registry import spec_for
 
 PREVIEW_BYTES = 64 * 1024
 EXPORT_MAX = 10_000
+KIND_SAMPLE = 1000
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
@@ -81,13 +82,18 @@ class KindFilter(admin.SimpleListFilter):
         spec = spec_for(agent)
         if spec.kinds:
             names = list(spec.kinds)
-        else:  # freeform: the kinds it has used, read from the (agent, kind, …) index, bounded
-            names = list(
+        else:
+            # Freeform: the kinds among its newest records, a bounded walk of the (agent, updated_at,
+            # id) index; a DISTINCT over all of them would read every row of the agent.
+            recent = (
                 Artifact.objects.filter(agent_id=agent.pk)
-                .order_by("kind")
-                .values_list("kind", flat=True)
-                .distinct()[:100]
+                .order_by("-updated_at", "-id")
+                .values_list("kind", flat=True)[:KIND_SAMPLE]
             )
+            names = sorted(set(recent))
+            chosen = request.GET.get(self.parameter_name)
+            if chosen and chosen not in names:
+                names.append(chosen)
         return [(name, name) for name in names]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
