@@ -9,11 +9,13 @@ django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        # Streamed content waits for the client instead of piling up in daphne's buffer (issue 3).
+        "http": BackpressureMiddleware(django_asgi_app),
         "websocket": URLRouter(websocket_urlpatterns),
     }
 )

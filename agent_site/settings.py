@@ -275,3 +275,29 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = ARTIFACTS_MAX_JSON_BODY_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")
 (DATA_DIR / "tmp").mkdir(parents=True, exist_ok=True)
+
+# --- REST API (issue 3) --------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "artifacts_app.rest.auth.BearerAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [],  # access.py decides, per route (DESIGN.md §7)
+    "DEFAULT_PARSER_CLASSES": ["artifacts_app.rest.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["artifacts_app.rest.parsers.ORJSONRenderer"],
+    "EXCEPTION_HANDLER": "artifacts_app.rest.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "agent-artifacts",
+    "DESCRIPTION": "Artifacts for agents: tag, list, download, sessions. Every 4xx answers "
+    '{"error": {"code", "message", "details"?}}.',
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SCHEMA_PATH_PREFIX": r"/[^/]+/v1",
+}

@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent, Artifact, Event, Session
-from artifacts_app.records import RECORD_FIELDS, ArtifactRecord
+from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, iso_ms
 from artifacts_app.services import agent_get, keyed_id
 
 DEFAULT_LIMIT = 50
@@ -42,7 +42,7 @@ def cursor_decode(cursor: str) -> tuple[datetime, str]:
         padded = cursor + "=" * (-len(cursor) % 4)
         stamp, artifact_id = base64.urlsafe_b64decode(padded.encode()).decode().split("|", 1)
         moment = datetime.fromisoformat(stamp)
-        if moment.tzinfo is None or not artifact_id:
+        if moment.tzinfo is None or not artifact_id or "\x00" in artifact_id:
             raise ValueError
         return moment, artifact_id
     except (ValueError, UnicodeError, binascii.Error):
@@ -157,3 +157,59 @@ def events_after(
     if session_id is not None:
         qs = qs.filter(session_sid=session_id)
     return list(qs.order_by("seq").values_list("payload", flat=True)[:limit])
+
+
+# --- sessions (REST) ------------------------------------------------------------------------
+
+SESSION_FIELDS = ("pk", "sid", "owner__username", "created_at")
+
+
+def session_json(row: dict[str, Any]) -> dict[str, Any]:
+    """A ``.values(*SESSION_FIELDS)`` row in its wire form."""
+    return {"id": row["sid"], "owner": row["owner__username"], "createdAt": iso_ms(row["created_at"])}
+
+
+def sessions_page(
+    *,
+    agent: Agent | str,
+    visible: Q | None = None,
+    limit: int | None = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> Page:
+    """One page of the agent's sessions the caller may see, newest first (ties by row id)."""
+    agent = agent_get(agent)
+    size = check_limit(limit)
+    qs = Session.objects.filter(agent_id=agent.pk)
+    if visible is not None:
+        qs = qs.filter(visible)
+    if cursor:
+        moment, last = cursor_decode(cursor)
+        if not (last.isascii() and last.isdigit()) or len(last) > 18:
+            raise ArtifactError(
+                "invalid_cursor",
+                "`cursor` is not one this server gave out; start again without it.",
+                {"field": "cursor"},
+            )
+        qs = qs.filter(
+            Q(created_at__lte=moment) & (Q(created_at__lt=moment) | Q(pk__lt=int(last)))
+        )
+    rows = list(qs.order_by("-created_at", "-pk").values(*SESSION_FIELDS)[: size + 1])
+    next_cursor = None
+    if len(rows) > size:
+        rows = rows[:size]
+        next_cursor = cursor_encode(rows[-1]["created_at"], str(rows[-1]["pk"]))
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def session_values(*, agent: Agent | str, sid: str, visible: Q | None = None) -> dict[str, Any]:
+    """One session's row; missing and hidden alike raise ``NotFoundError``."""
+    agent = agent_get(agent)
+    qs = Session.objects.filter(agent_id=agent.pk, sid=sid)
+    if visible is not None:
+        qs = qs.filter(visible)
+    row = qs.values(*SESSION_FIELDS).first()
+    if row is None:
+        raise NotFoundError(
+            "unknown_session", f"There is no session {sid!r} in agent {agent.slug!r}."
+        )
+    return row

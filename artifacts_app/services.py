@@ -95,7 +95,7 @@ def _user_get(user: AbstractBaseUser | str) -> AbstractBaseUser:
         return user
     found = (
         User.objects.filter(**{User.USERNAME_FIELD: user}).first()
-        if isinstance(user, str)
+        if isinstance(user, str) and "\x00" not in user
         else None
     )
     if found is None:
@@ -154,6 +154,8 @@ def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
         raise ArtifactError(
             code, f"`{field}` is {len(value)} characters; the limit is {limit}.", {"field": field}
         )
+    if "\x00" in value:
+        raise ArtifactError(code, f"`{field}` may not contain NUL (U+0000).", {"field": field})
 
 
 def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
@@ -203,9 +205,13 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
     return data
 
 
-def _encoded_size(data: Any) -> int:
+# A JSON escape \u0000 not itself escaped (an even number of backslashes before it).
+_NUL_ESCAPE_RE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
+
+
+def _encoded_json(data: Any) -> bytes:
     try:
-        return len(orjson.dumps(data))
+        return orjson.dumps(data)
     except (TypeError, orjson.JSONEncodeError) as exc:
         raise ArtifactError(
             "invalid_data", f"`data` must be JSON: {exc}.", {"field": "data"}
@@ -270,7 +276,15 @@ def tag_validate(
     kind_name = _resolve_kind(spec, kind)
     parsed = parse_data(spec, kind_name, data)
     limit = int(settings.ARTIFACTS_MAX_DATA_BYTES)
-    size = _encoded_size(parsed)
+    encoded = _encoded_json(parsed)
+    size = len(encoded)
+    if b"\\u0000" in encoded and _NUL_ESCAPE_RE.search(encoded):
+        # PostgreSQL's jsonb (and text) cannot hold U+0000: refuse it here, for every entry point.
+        raise ArtifactError(
+            "invalid_data",
+            "`data` may not contain NUL (U+0000) in any string or key; remove it or encode it.",
+            {"field": "data"},
+        )
     if size > limit:
         raise TooLargeError(
             "data_too_large",

@@ -1,6 +1,7 @@
 """The admin's artifact changelist at N rows: Django's stock changelist beside ours, same run.
 
     .venv/bin/python bench/admin_changelist.py [--rows 1000000] [--loads 20]
+    ARTIFACTS_DATA_DIR=<an earlier run's dir> .venv/bin/python bench/admin_changelist.py  # reuse its rows
 
 Both render `/admin/artifacts_app/artifact/` for one agent through the test client as a superuser;
 "stock" is the same ModelAdmin with Django's own ChangeList (a COUNT over the filtered rows on every
@@ -39,12 +40,14 @@ def main() -> None:
 
     call_command("collectstatic", "--noinput", verbosity=0)  # DEBUG off serves the manifest's names
     settings.ALLOWED_HOSTS = ["*"]
-    big = services.agent_create(slug="big", max_artifacts=10**9)
+    # ARTIFACTS_DATA_DIR of an earlier run with its rows in place: measure again without inserting.
+    reuse = Agent.objects.filter(slug="big").exists()
+    big = Agent.objects.get(slug="big") if reuse else services.agent_create(slug="big", max_artifacts=10**9)
     other = Agent.objects.get(slug="reviewer")
     start = timezone.now() - timedelta(days=300)
     batch = []
     t0 = time.perf_counter()
-    for n in range(args.rows):
+    for n in range(0 if reuse else args.rows):
         batch.append(
             Artifact(
                 id=f"art_{n:024x}", agent=big if n % 10 else other, kind="report",
@@ -56,9 +59,12 @@ def main() -> None:
             Artifact.objects.bulk_create(batch)
             batch = []
     Artifact.objects.bulk_create(batch)
-    print(f"inserted {args.rows:,} rows in {time.perf_counter() - t0:.0f} s")
+    args.rows = Artifact.objects.count()
+    print(f"{args.rows:,} rows ({'reused' if reuse else 'inserted'}) in {time.perf_counter() - t0:.0f} s")
 
-    user = get_user_model().objects.create_superuser("bench", password="bench-pw-123")
+    user = get_user_model().objects.filter(username="bench").first() or get_user_model().objects.create_superuser(
+        "bench", password="bench-pw-123"
+    )
     client = Client()
     client.force_login(user)
 

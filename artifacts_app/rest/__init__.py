@@ -1,0 +1,1 @@
+"""The REST API under ``/<slug>/v1/`` (API.md "HTTP routes"): thin DRF views over the services."""

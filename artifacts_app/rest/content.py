@@ -1,0 +1,159 @@
+"""Serving a blob (API.md "Content", DESIGN.md §4): streamed from an async generator.
+
+Under ASGI Django drains a *synchronous* iterator into memory before sending it; an async generator
+is sent chunk by chunk. Each chunk is read on a worker thread, 1 MiB at a time so the hop is noise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from django.http import HttpResponse, StreamingHttpResponse
+
+from artifacts_app.blobs import blob_open
+from artifacts_app.records import DEFAULT_BYTES_TYPE
+
+STREAM_CHUNK = 1024 * 1024
+INLINE_SAFE = frozenset(
+    {
+        "text/plain",
+        "image/png",
+        "image/jpeg",
+        "image/gif",
+        "image/webp",
+        "application/pdf",
+        "application/json",
+    }
+)
+_RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
+
+
+class Unsatisfiable(Exception):
+    pass
+
+
+def media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def is_inline_safe(content_type: str) -> bool:
+    return media_type(content_type) in INLINE_SAFE
+
+
+def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The (start, end) inclusive of a single ``bytes=`` range; None: serve the whole blob.
+
+    Malformed or multi-range headers are ignored (RFC 9110 allows it); a well-formed range that
+    no byte satisfies raises ``Unsatisfiable`` (416).
+    """
+    if not header:
+        return None
+    match = _RANGE_RE.match(header)
+    if match is None:
+        return None
+    first, last = match.groups()
+    if first == "" and last == "":
+        return None
+    if first == "":
+        suffix = int(last)
+        if suffix == 0 or size == 0:
+            raise Unsatisfiable
+        return max(size - suffix, 0), size - 1
+    start = int(first)
+    end = int(last) if last != "" else size - 1
+    if last != "" and end < start:
+        return None  # invalid: ignored
+    if start >= size:
+        raise Unsatisfiable
+    return start, min(end, size - 1)
+
+
+def etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    if header.strip() == "*":
+        return True
+    for candidate in header.split(","):
+        candidate = candidate.strip()
+        if candidate.startswith("W/"):
+            candidate = candidate[2:]
+        if candidate == etag:
+            return True
+    return False
+
+
+async def blob_chunks(sha256: str, start: int, end: int) -> AsyncIterator[bytes]:
+    """The bytes ``start``..``end`` (inclusive), one thread hop per chunk, never the whole blob."""
+    fh = await asyncio.to_thread(blob_open, sha256)
+    try:
+        if start:
+            await asyncio.to_thread(fh.seek, start)
+        remaining = end - start + 1
+        while remaining > 0:
+            chunk = await asyncio.to_thread(fh.read, min(STREAM_CHUNK, remaining))
+            if not chunk:
+                return
+            remaining -= len(chunk)
+            yield chunk
+    finally:
+        await asyncio.to_thread(fh.close)
+
+
+def _common_headers(response: HttpResponse, etag: str) -> None:
+    response["ETag"] = etag
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox"
+    response["Accept-Ranges"] = "bytes"
+    response["Cache-Control"] = "private, no-cache"
+
+
+def content_response(request: Any, *, sha256: str, size: int, content_type: str | None) -> Any:
+    """The response for a blob: 200, 206, 304 or 416, with the headers API.md lists."""
+    content_type = content_type or DEFAULT_BYTES_TYPE
+    etag = f'"{sha256}"'
+    if etag_matches(request.META.get("HTTP_IF_NONE_MATCH"), etag):
+        response = HttpResponse(status=304)
+        _common_headers(response, etag)
+        return response
+    range_header = request.META.get("HTTP_RANGE")
+    if_range = request.META.get("HTTP_IF_RANGE")
+    if if_range and if_range.strip() != etag:
+        range_header = None  # the client's copy is stale: send it all
+    try:
+        wanted = parse_range(range_header, size)
+    except Unsatisfiable:
+        from artifacts_app.rest.errors import envelope, error_response
+
+        response = error_response(
+            416,
+            envelope(
+                "range_not_satisfiable",
+                f"The content is {size} bytes; ask for a range that starts before byte {size}.",
+                {"size": size},
+            ),
+        )
+        response["Content-Range"] = f"bytes */{size}"
+        _common_headers(response, etag)
+        return response
+    start, end = wanted if wanted is not None else (0, size - 1)
+    length = end - start + 1 if size else 0
+    send_bytes = length and request.method != "HEAD"  # HEAD: the headers only, no read
+    response = StreamingHttpResponse(
+        blob_chunks(sha256, start, end) if send_bytes else _empty(),
+        status=206 if wanted is not None else 200,
+        content_type=content_type,
+    )
+    response["Content-Length"] = str(length)
+    if wanted is not None:
+        response["Content-Range"] = f"bytes {start}-{end}/{size}"
+    response["Content-Disposition"] = "inline" if is_inline_safe(content_type) else "attachment"
+    _common_headers(response, etag)
+    return response
+
+
+async def _empty() -> AsyncIterator[bytes]:
+    return
+    yield b""  # pragma: no cover - makes this an async generator

@@ -1,0 +1,94 @@
+"""Request bodies: JSON read with a size cap and orjson; multipart with the file part streamed to disk.
+
+Responses are rendered with orjson too; the client's ``Accept`` does not choose (JSON only).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.core.files.uploadhandler import TemporaryFileUploadHandler
+from rest_framework import parsers, renderers
+from rest_framework.negotiation import BaseContentNegotiation
+
+from artifacts_app.blobs import content_too_large, max_content_bytes
+from artifacts_app.errors import ArtifactError, TooLargeError
+
+
+def body_too_large(limit: int) -> TooLargeError:
+    return TooLargeError(
+        "body_too_large",
+        f"The JSON body is larger than ARTIFACTS_MAX_JSON_BODY_BYTES ({limit} bytes); "
+        "send large contents as multipart/form-data (a `record` part and a `contents` file part).",
+        {"limit": limit},
+    )
+
+
+class JSONParser(parsers.BaseParser):
+    """JSON bodies up to ``ARTIFACTS_MAX_JSON_BODY_BYTES``, parsed by orjson (NaN refused)."""
+
+    media_type = "application/json"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = int(settings.ARTIFACTS_MAX_JSON_BODY_BYTES)
+        request = (parser_context or {}).get("request")
+        length = request.META.get("CONTENT_LENGTH") if request is not None else None
+        if length and str(length).isdigit() and int(length) > limit:
+            raise body_too_large(limit)
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise body_too_large(limit)
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ArtifactError(
+                "malformed_json", f"The body is not valid JSON: {exc}.", {"position": exc.pos}
+            ) from None
+
+
+class MultiPartParser(parsers.MultiPartParser):
+    media_type = "multipart/form-data"
+
+
+class LimitedUploadHandler(TemporaryFileUploadHandler):
+    """Streams a file part to a temporary file, and stops at ``ARTIFACTS_MAX_CONTENT_BYTES``."""
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        super().new_file(*args, **kwargs)
+        self._received = 0
+        self._limit = max_content_bytes()
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+        self._received += len(raw_data)
+        if self._received > self._limit:
+            self.file.close()
+            raise content_too_large(self._limit)
+        return super().receive_data_chunk(raw_data, start)
+
+
+class ORJSONRenderer(renderers.BaseRenderer):
+    media_type = "application/json"
+    format = "json"
+    charset = None
+
+    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None) -> bytes:
+        if data is None:
+            return b""
+        return orjson.dumps(data)
+
+
+class JSONOnlyNegotiation(BaseContentNegotiation):
+    """The API speaks JSON only: no 406 for a browser's or a fuzzer's ``Accept``."""
+
+    def select_parser(self, request: Any, parsers: Any) -> Any:
+        content_type = request.content_type or ""
+        media = content_type.split(";")[0].strip().lower()
+        for parser in parsers:
+            if parser.media_type == media:
+                return parser
+        return None
+
+    def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+        return (renderers[0], renderers[0].media_type)

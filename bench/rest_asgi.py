@@ -1,0 +1,81 @@
+# isort: skip_file
+"""The ASGI app bench/rest.py serves with daphne: the project, plus the baselines of the same run.
+
+- ``/bare/insert`` (POST): a bare sync Django JSON view that inserts one row (the tag baseline).
+- ``/bare/file``: the same blob as the content case, as Django's ``FileResponse``.
+- ``/bare/asgi``: the same blob from a raw ASGI app, no Django, no flow control;
+- ``/bare/asgi-paced``: the same behind ``BackpressureMiddleware`` (the transport's ceiling);
+- ``/bare/hello``: a raw ASGI app answering ``{}`` (the round-trip floor of daphne + client).
+Everything else goes to ``agent_site.asgi.application``.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
+
+from agent_site.asgi import application as project  # noqa: E402  (sets Django up first)
+
+import orjson  # noqa: E402
+from django.http import FileResponse, HttpResponse  # noqa: E402
+from django.urls import path  # noqa: E402
+from django.views.decorators.csrf import csrf_exempt  # noqa: E402
+
+from agent_site import urls  # noqa: E402
+from artifacts_app.models import Agent, Artifact  # noqa: E402
+from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
+
+BLOB_PATH = os.environ.get("BENCH_BLOB_PATH", "")
+CHUNK = 1024 * 1024
+
+
+@csrf_exempt
+def bare_insert(request):
+    body = orjson.loads(request.body)
+    agent_id = Agent.objects.values_list("pk", flat=True).get(slug=body["agent"])
+    Artifact.objects.create(
+        id="b" + secrets.token_hex(12), agent_id=agent_id, kind="note", data=body["data"]
+    )
+    return HttpResponse(orjson.dumps({"ok": True}), status=201, content_type="application/json")
+
+
+def bare_file(request):
+    return FileResponse(open(BLOB_PATH, "rb"), content_type="application/octet-stream")  # noqa: SIM115
+
+
+urls.urlpatterns[:0] = [path("bare/insert", bare_insert), path("bare/file", bare_file)]
+
+
+async def bare_asgi(scope, receive, send):
+    size = os.path.getsize(BLOB_PATH)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/octet-stream"), (b"content-length", str(size).encode())],
+        }
+    )
+    with open(BLOB_PATH, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+paced_bare_asgi = BackpressureMiddleware(bare_asgi)
+
+
+async def hello(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": b"{}"})
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "http" and scope["path"] == "/bare/asgi":
+        return await bare_asgi(scope, receive, send)
+    if scope["type"] == "http" and scope["path"] == "/bare/asgi-paced":
+        return await paced_bare_asgi(scope, receive, send)
+    if scope["type"] == "http" and scope["path"] == "/bare/hello":
+        return await hello(scope, receive, send)
+    return await project(scope, receive, send)

@@ -1,0 +1,101 @@
+"""The REST API served by a real daphne process (DEBUG off): upload, streamed download, ranges,
+headers and the 404 envelope, through the production ASGI app with its backpressure wrapper."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("daphne")
+    env = {
+        **os.environ,
+        "ARTIFACTS_DATA_DIR": str(data_dir),
+        "DATABASE_URL": "",  # its own SQLite file, whatever profile the suite runs in
+        "REDIS_URL": "",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "test-" + "k" * 40,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+    }
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    key = subprocess.run(
+        [*manage, "create_agent_key", "reviewer"], cwd=ROOT, env=env, check=True,
+        capture_output=True, text=True,
+    ).stdout.strip().splitlines()[-1]
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_site.asgi:application"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(200):
+            try:
+                httpx.get(base + "/reviewer/v1/", timeout=1)
+                break
+            except httpx.TransportError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("daphne did not start")
+        yield base, key
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def test_upload_and_streamed_download_under_daphne(served):
+    base, key = served
+    auth = {"Authorization": f"Bearer {key}"}
+    payload = os.urandom(5 * 1024 * 1024 + 3)
+    made = httpx.post(
+        base + "/reviewer/v1/artifacts",
+        headers=auth,
+        data={"record": orjson.dumps({"kind": "report", "key": "big", "data": {}}).decode()},
+        files={"contents": ("big.html", payload, "text/html")},
+        timeout=30,
+    )
+    assert made.status_code == 201, made.text
+    record = made.json()
+    assert record["content"]["sha256"] == hashlib.sha256(payload).hexdigest()
+    url = f"{base}/reviewer/v1/artifacts/{record['id']}/content"
+    got = httpx.get(url, headers=auth, timeout=30)
+    assert got.status_code == 200
+    assert hashlib.sha256(got.content).hexdigest() == record["content"]["sha256"]
+    assert got.headers["content-type"] == "text/html"
+    assert got.headers["content-disposition"] == "attachment"
+    assert got.headers["x-content-type-options"] == "nosniff"
+    assert got.headers["content-security-policy"] == "sandbox"
+    assert int(got.headers["content-length"]) == len(payload)
+    part = httpx.get(url, headers={**auth, "Range": "bytes=-100"}, timeout=30)
+    assert part.status_code == 206 and part.content == payload[-100:]
+    same = httpx.get(url, headers={**auth, "If-None-Match": got.headers["etag"]}, timeout=30)
+    assert same.status_code == 304
+
+
+def test_unknown_route_is_the_envelope_with_debug_off(served):
+    base, key = served
+    for method in ("GET", "POST", "DELETE"):
+        response = httpx.request(method, base + "/reviewer/v1/nothing", headers={"Authorization": f"Bearer {key}"})
+        assert response.status_code == 404
+        assert response.json()["error"]["code"] == "unknown_route"
+    assert httpx.get(base + "/reviewer/v1/artifacts").json()["error"]["code"] == "not_authenticated"
