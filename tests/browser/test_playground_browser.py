@@ -16,7 +16,8 @@ from tests.browser.server import ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
 
-SESSION_URL = "/playground/?agent=reviewer&session=s_live"
+SESSION_URL = "/playground/?agent=reviewer&session=s_live"  # the live tests' session
+VIEW_URL = "/playground/?agent=reviewer&session=s_view"  # this module's: no other test tags into it
 EVIL = "<img src=x onerror=window.__pwned=1><script>window.__pwned=1</script>"
 
 
@@ -44,18 +45,18 @@ def test_log_in_and_see_the_session_newest_first_escaped(live, page, tmp_path):
         key="https://github.com/o/r/pull/7",
         title="Reviewed https://github.com/o/r/pull/7",
         data={"url": "https://github.com/o/r/pull/7", "verdict": "approve"},
-        session_id="s_live",
+        session_id="s_view",
         turn_id="t-1",
         contents="Looks good: two nits.\n",
         content_type="text/plain; charset=utf-8",
     )
     second = tag_inside(
-        live, kind="report", key="evil", title=EVIL, data={"html": EVIL}, session_id="s_live",
+        live, kind="report", key="evil", title=EVIL, data={"html": EVIL}, session_id="s_view",
         source="model",
     )
-    page.goto(live.url + SESSION_URL)
+    page.goto(live.url + VIEW_URL)
     assert "/accounts/login/" in page.url  # login required
-    log_in(page, live, "alice", "alice-pw-12345", next_url=SESSION_URL)
+    log_in(page, live, "alice", "alice-pw-12345", next_url=VIEW_URL)
     cards = page.locator("#cards .card")
     expect(cards).to_have_count(2)
     assert cards.nth(0).get_attribute("data-id") == second["id"]  # newest-updated first
@@ -65,7 +66,7 @@ def test_log_in_and_see_the_session_newest_first_escaped(live, page, tmp_path):
     expect(cards.nth(1).locator(".badge")).to_have_text("host")
     expect(cards.nth(1).locator(".data")).to_contain_text('"verdict": "approve"')
     assert page.evaluate("window.__pwned") is None
-    assert page.locator("#session-select").input_value() == "s_live"
+    assert page.locator("#session-select").input_value() == "s_view"
     if live_ready():  # with REST: the text preview; with the websocket: "live"
         expect(cards.nth(1).locator(".preview-text")).to_have_text("Looks good: two nits.\n")
         expect(page.locator("#status")).to_have_attribute("data-state", "live", timeout=10_000)
