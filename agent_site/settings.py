@@ -276,6 +276,65 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")
 (DATA_DIR / "tmp").mkdir(parents=True, exist_ok=True)
 
+# --- scale profile: S3-compatible blob storage (docs/operations.md) -------------------------------
+
+
+def s3_storage_from_env() -> dict:
+    """The ``artifacts`` storage for ``ARTIFACTS_STORAGE=s3`` (django-storages' S3Storage).
+
+    Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or an instance role), as
+    boto3 reads them; the rest from ARTIFACTS_S3_* variables.
+    """
+    import importlib.util
+
+    if importlib.util.find_spec("storages") is None:
+        raise ImproperlyConfigured(
+            "ARTIFACTS_STORAGE=s3 needs django-storages with boto3: pip install -e '.[scale]'."
+        )
+    bucket = os.environ.get("ARTIFACTS_S3_BUCKET", "").strip()
+    if not bucket:
+        raise ImproperlyConfigured("ARTIFACTS_STORAGE=s3 needs ARTIFACTS_S3_BUCKET (the bucket name).")
+    from boto3.s3.transfer import TransferConfig
+
+    endpoint = os.environ.get("ARTIFACTS_S3_ENDPOINT_URL", "").strip() or None
+    if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+        raise ImproperlyConfigured("ARTIFACTS_S3_ENDPOINT_URL must start with http:// or https://.")
+    return {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": bucket,
+            "endpoint_url": endpoint,
+            "region_name": os.environ.get("ARTIFACTS_S3_REGION", "").strip() or None,
+            "location": os.environ.get("ARTIFACTS_S3_PREFIX", "blobs").strip("/"),
+            # Content-addressed: the same name always holds the same bytes.
+            "file_overwrite": True,
+            "default_acl": None,
+            "querystring_auth": True,
+            "querystring_expire": env_int("ARTIFACTS_S3_REDIRECT_EXPIRY", 300, minimum=1),
+            # Path-style works with every S3-compatible server (MinIO, moto, Ceph); AWS accepts it.
+            "addressing_style": "path" if endpoint else None,
+            # Multipart uploads of 8 MiB parts, two at a time: memory stays bounded per upload.
+            "transfer_config": TransferConfig(
+                multipart_threshold=8 * 1024 * 1024,
+                multipart_chunksize=8 * 1024 * 1024,
+                max_concurrency=2,
+            ),
+        },
+    }
+
+
+ARTIFACTS_STORAGE = os.environ.get("ARTIFACTS_STORAGE", "local").strip().lower() or "local"
+if ARTIFACTS_STORAGE == "s3":
+    STORAGES["artifacts"] = s3_storage_from_env()
+elif ARTIFACTS_STORAGE != "local":
+    raise ImproperlyConfigured(
+        f"ARTIFACTS_STORAGE is 'local' or 's3'; got {ARTIFACTS_STORAGE!r}."
+    )
+# Content downloads answer a short-lived presigned redirect to S3 instead of streaming the bytes.
+ARTIFACTS_S3_REDIRECT = env_bool("ARTIFACTS_S3_REDIRECT", False)
+if ARTIFACTS_S3_REDIRECT and ARTIFACTS_STORAGE != "s3":
+    raise ImproperlyConfigured("ARTIFACTS_S3_REDIRECT needs ARTIFACTS_STORAGE=s3.")
+
 # --- REST API (issue 3) --------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -10,7 +10,7 @@ class ArtifactsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from artifacts_app import registry  # registers the system checks
+        from artifacts_app import checks, registry  # noqa: F401  (register the system checks)
 
         # API.md: agents declared in settings exist as soon as `migrate` has run.
         post_migrate.connect(registry.sync_declared_agents, sender=self)

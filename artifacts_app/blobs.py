@@ -116,6 +116,7 @@ def blob_put(
                 tmp.write(chunk)
         sha = digest.hexdigest()
         name = blob_name(sha)
+        _claim(sha, size)
         if isinstance(storage, FileSystemStorage):
             final = storage.path(name)
             if not os.path.exists(final):
@@ -123,12 +124,35 @@ def blob_put(
                 os.chmod(tmp_path, 0o644)
                 os.replace(tmp_path, final)
         elif not storage.exists(name):
-            with open(tmp_path, "rb") as fh:
-                storage.save(name, File(fh, name=name))
+            if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
+                _s3_upload(storage, name, tmp_path)
+            else:
+                with open(tmp_path, "rb") as fh:
+                    storage.save(name, File(fh, name=name))
         return StoredBlob(sha256=sha, size=size)
     finally:
         if os.path.exists(tmp_path):
             os.unlink(tmp_path)
+
+
+def _s3_upload(storage: Any, name: str, path: str) -> None:
+    # django-storages' save() wraps the file so that boto3 sees it as unseekable and buffers it
+    # whole; upload_file from a path reads one multipart part at a time (transfer_config).
+    storage.bucket.Object(storage._normalize_name(name)).upload_file(
+        path,
+        ExtraArgs={"ContentType": "application/octet-stream"},
+        Config=getattr(storage, "transfer_config", None),
+    )
+
+
+def _claim(sha256: str, size: int) -> None:
+    # Before the storage is asked whether the bytes exist: gc_blobs then leaves them alone until
+    # the tag has committed (artifacts_app/blobgc.py explains the protocol).
+    from django.utils import timezone
+
+    from artifacts_app import hotsql
+
+    hotsql.blob_claim(sha256, size, timezone.now())
 
 
 def blob_open(sha256: str) -> IO[bytes]:
@@ -173,3 +197,23 @@ def blob_url(sha256: str, **kwargs: Any) -> str | None:
     if isinstance(storage, FileSystemStorage):
         return None
     return storage.url(blob_name(sha256), **kwargs)
+
+
+def blob_redirect_url(sha256: str, content_type: str, disposition: str) -> str | None:
+    """A short-lived presigned URL that serves the blob with these headers, when
+    ``ARTIFACTS_S3_REDIRECT`` is on and the storage is S3; else None (stream it instead).
+
+    The content view calls it after its access and ``If-None-Match`` checks, and answers a 302.
+    """
+    if not getattr(settings, "ARTIFACTS_S3_REDIRECT", False):
+        return None
+    storage = blob_storage()
+    if isinstance(storage, FileSystemStorage) or not hasattr(storage, "bucket_name"):
+        return None
+    return storage.url(
+        blob_name(sha256),
+        parameters={
+            "ResponseContentType": content_type,
+            "ResponseContentDisposition": disposition,
+        },
+    )

@@ -120,13 +120,34 @@ def evict_oldest(agent_id: int, *, keep_id: str, count: int) -> list[tuple[Any, 
     )
 
 
-def artifacts_delete_ids(agent_id: int, ids: list[str]) -> list[tuple[Any, ...]]:
-    """Delete these artifacts of the agent (ids of other agents are left alone)."""
+def artifacts_delete_ids(
+    agent_id: int, ids: list[str], *, updated_at_most: datetime | None = None
+) -> list[tuple[Any, ...]]:
+    """Delete these artifacts of the agent (ids of other agents are left alone); with
+    ``updated_at_most``, only those not updated after it (prune: a re-tagged record stays)."""
     # `agent_id + 0`: the agent check must not steer SQLite into scanning the agent's index
     # instead of seeking each id by primary key.
-    return artifacts_delete_returning(
-        f"id IN ({', '.join(['%s'] * len(ids))}) AND agent_id + 0 = %s", [*ids, agent_id]
-    )
+    where = f"id IN ({', '.join(['%s'] * len(ids))}) AND agent_id + 0 = %s"
+    params: list[Any] = [*ids, agent_id]
+    if updated_at_most is not None:
+        where += " AND updated_at <= %s"
+        params.append(connection.ops.adapt_datetimefield_value(updated_at_most))
+    return artifacts_delete_returning(where, params)
+
+
+def blob_claim(sha256: str, size: int, at: datetime) -> None:
+    """Claim a blob for a tag about to use it: insert its row, or move its ``created_at`` to now.
+
+    ``gc_blobs`` only removes a blob whose row it has locked and found older than the grace and
+    unreferenced, so a claim made before the bytes are checked in storage protects them until the
+    tag commits (as long as that takes less than the grace). See artifacts_app/blobgc.py.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_q(Blob._meta.db_table)} (sha256, size, created_at) VALUES (%s, %s, %s) "
+            "ON CONFLICT (sha256) DO UPDATE SET created_at = EXCLUDED.created_at",
+            [sha256, size, connection.ops.adapt_datetimefield_value(at)],
+        )
 
 
 _EVENT_COLUMNS = (

@@ -448,11 +448,19 @@ def _deleted_events(
     return len(rows)
 
 
-def artifacts_delete(*, agent: Agent | str, ids: list[str], reason: str = "deleted") -> int:
+def artifacts_delete(
+    *,
+    agent: Agent | str,
+    ids: list[str],
+    reason: str = "deleted",
+    updated_at_most: datetime | None = None,
+) -> int:
     """Delete the artifacts of ``agent`` with these ids, in one transaction; answers how many went.
 
     ``reason`` is ``deleted`` (a caller asked) or ``pruned`` (an operator's prune). Ids that do not
-    exist are skipped: the caller decides whether that is an error.
+    exist are skipped: the caller decides whether that is an error. ``updated_at_most`` (prune)
+    skips a record re-tagged since the caller chose it. A pruned record emits ``artifact.deleted``
+    only when it had a session (API.md: prune_artifacts); the counters stay exact either way.
     """
     agent = agent_get(agent)
     if reason not in ("deleted", "pruned"):
@@ -462,8 +470,13 @@ def artifacts_delete(*, agent: Agent | str, ids: list[str], reason: str = "delet
     with transaction.atomic():
         count, last_seq = _lock_agent(agent)
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
-        deleted = hotsql.artifacts_delete_ids(agent.pk, list(dict.fromkeys(ids)))
-        removed = _deleted_events(deleted, batch=batch, reason=reason, at=timezone.now())
+        deleted = hotsql.artifacts_delete_ids(
+            agent.pk, list(dict.fromkeys(ids)), updated_at_most=updated_at_most
+        )
+        removed = len(deleted)
+        if reason == "pruned":
+            deleted = [row for row in deleted if row[3] is not None]
+        _deleted_events(deleted, batch=batch, reason=reason, at=timezone.now())
         if removed:
             batch.store()
             hotsql.agent_counters_save(

@@ -2,6 +2,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -17,11 +22,16 @@ TEST_AGENTS = {
 
 
 @pytest.fixture(autouse=True)
-def _isolated_storage(settings, tmp_path: Path):
-    """Each test gets its own blob directory, so blob assertions see only their own files."""
+def _isolated_storage(settings, tmp_path: Path, _s3_server):
+    """Each test gets its own blob directory (or S3 prefix), so blob assertions see only their own files."""
     storages = {name: dict(conf) for name, conf in settings.STORAGES.items()}
     if storages["artifacts"]["BACKEND"].endswith("FileSystemStorage"):
         storages["artifacts"]["OPTIONS"] = {"location": tmp_path / "blobs"}
+        settings.STORAGES = storages
+    elif _s3_server is not None:
+        options = dict(storages["artifacts"]["OPTIONS"])
+        options["location"] = f"t-{uuid.uuid4().hex}"
+        storages["artifacts"]["OPTIONS"] = options
         settings.STORAGES = storages
     settings.ARTIFACTS_AGENTS = dict(TEST_AGENTS)
     yield
@@ -58,6 +68,11 @@ def bob(django_user_model):
 
 
 def blob_files() -> list[Path]:
+    if not settings.STORAGES["artifacts"]["BACKEND"].endswith("FileSystemStorage"):
+        from artifacts_app.blobgc import _stored_names
+        from artifacts_app.blobs import blob_name
+
+        return [Path(blob_name(sha)) for sha in _stored_names()]
     root = Path(settings.STORAGES["artifacts"]["OPTIONS"]["location"])
     return (
         [p for p in root.rglob("*") if p.is_file() and ".incoming" not in p.parts]
@@ -67,6 +82,78 @@ def blob_files() -> list[Path]:
 
 
 SCALE = os.environ.get("ARTIFACTS_PROFILE") == "scale"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def _s3_server():
+    """Scale profile: blobs go to S3 — moto's server mode on a free port, started and stopped here.
+
+    The environment is set too, so server processes that tests start use the same bucket.
+    """
+    if not SCALE:
+        yield None
+        return
+    from django.test.utils import override_settings
+
+    port = free_port()
+    exe = Path(sys.executable).with_name("moto_server")
+    proc = subprocess.Popen(
+        [str(exe), "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("moto_server did not start") from None
+            time.sleep(0.1)
+    env = {
+        "ARTIFACTS_STORAGE": "s3",
+        "ARTIFACTS_S3_BUCKET": "artifacts-ci",
+        "ARTIFACTS_S3_ENDPOINT_URL": endpoint,
+        "ARTIFACTS_S3_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }
+    saved = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    import boto3
+
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(
+        Bucket="artifacts-ci"
+    )
+    from agent_site.settings import s3_storage_from_env
+
+    override = override_settings(
+        STORAGES={**settings.STORAGES, "artifacts": s3_storage_from_env()}, ARTIFACTS_STORAGE="s3"
+    )
+    override.enable()
+    try:
+        yield endpoint
+    finally:
+        override.disable()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.http import HttpResponse, StreamingHttpResponse
 
-from artifacts_app.blobs import blob_open
+from artifacts_app.blobs import blob_open, blob_redirect_url
 from artifacts_app.records import DEFAULT_BYTES_TYPE
 
 STREAM_CHUNK = 1024 * 1024
@@ -118,6 +118,15 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
         response = HttpResponse(status=304)
         _common_headers(response, etag)
         return response
+    disposition = "inline" if is_inline_safe(content_type) else "attachment"
+    # ARTIFACTS_S3_REDIRECT (docs/operations.md): S3 serves the bytes, Range included, with the
+    # record's headers; the URL is signed for GET only, so HEAD is answered here.
+    redirect = blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    if redirect is not None:
+        response = HttpResponse(status=302)
+        response["Location"] = redirect
+        _common_headers(response, etag)
+        return response
     range_header = request.META.get("HTTP_RANGE")
     if_range = request.META.get("HTTP_IF_RANGE")
     if if_range and if_range.strip() != etag:
@@ -149,7 +158,7 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
     response["Content-Length"] = str(length)
     if wanted is not None:
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
-    response["Content-Disposition"] = "inline" if is_inline_safe(content_type) else "attachment"
+    response["Content-Disposition"] = disposition
     _common_headers(response, etag)
     return response
 

@@ -1,0 +1,117 @@
+"""Two daphne processes on PostgreSQL + Redis + S3: what one process takes, the other serves."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from channels.layers import get_channel_layer
+
+from artifacts_app import services
+from artifacts_app.events import agent_group
+from tests.scale.test_processes import child_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 40) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"daphne on {port} exited: {proc.stderr.read().decode()[-2000:]}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"daphne on {port} did not start")
+
+
+@pytest.fixture
+def two_servers(transactional_db):
+    assert os.environ.get("ARTIFACTS_STORAGE") == "s3", "the scale run stores blobs in S3 (moto)"
+    env = child_env()
+    env.update(ARTIFACTS_PROCESSES="2", ARTIFACTS_S3_PREFIX=f"e2e-{uuid.uuid4().hex}")
+    ports = [free_port(), free_port()]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+             "agent_site.asgi:application"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )
+        for port in ports
+    ]
+    try:
+        for port, proc in zip(ports, procs, strict=True):
+            wait_ready(port, proc)
+        yield ports
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+@pytest.mark.scale
+def test_tag_through_one_process_download_through_the_other_event_over_redis(two_servers):
+    port_a, port_b = two_servers
+    agent = services.agent_create(slug="e2e-two", max_artifacts=100)
+    services.session_create(agent=agent, sid="s-e2e")
+    _, key = services.agent_key_create(agent=agent)
+    auth = {"Authorization": f"Bearer {key}"}
+    blob = os.urandom(3 * 1024 * 1024) + b"end"
+
+    async def run() -> tuple[dict, list[dict]]:
+        # The events route (websockets) belongs to the events branch; until it is on main the
+        # subscriber is a channel of the Redis layer, as a server process's would be.
+        layer = get_channel_layer()
+        channel = await layer.new_channel()
+        await layer.group_add(agent_group(agent.pk), channel)
+        async with httpx.AsyncClient(headers=auth, timeout=30) as client:
+            response = await client.post(
+                f"http://127.0.0.1:{port_a}/e2e-two/v1/artifacts",
+                data={"record": json.dumps(
+                    {"kind": "report", "key": "big", "data": {"n": 1}, "sessionId": "s-e2e"}
+                )},
+                files={"contents": ("r.bin", blob, "application/octet-stream")},
+            )
+            assert response.status_code == 201, response.text
+        message = await asyncio.wait_for(layer.receive(channel), timeout=10)
+        await layer.group_discard(agent_group(agent.pk), channel)
+        return response.json(), message.get("events", [message])
+
+    record, received = asyncio.run(run())
+    event = received[0]
+    assert record["content"]["sha256"] == hashlib.sha256(blob).hexdigest()
+    assert event["type"] == "artifact.tagged" and event["record"]["id"] == record["id"]
+    assert event["sessionId"] == "s-e2e" and event["seq"] == 1
+
+    with httpx.Client(headers=auth, timeout=30) as client:
+        url = f"http://127.0.0.1:{port_b}/e2e-two/v1/artifacts/{record['id']}/content"
+        response = client.get(url)
+        assert response.status_code == 200
+        assert response.content == blob
+        assert response.headers["etag"] == f'"{record["content"]["sha256"]}"'
+        part = client.get(url, headers={"Range": "bytes=-3"})
+        assert part.status_code == 206 and part.content == b"end"
+        listed = client.get(f"http://127.0.0.1:{port_b}/e2e-two/v1/artifacts").json()
+        assert [r["id"] for r in listed["results"]] == [record["id"]]
