@@ -249,7 +249,10 @@ STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 
-LOGIN_URL = "/admin/login/"
+# --- ui: people log in at /accounts/login/ (the admin's own login refuses non-staff users) ----
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/playground/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,19 @@
+"""The supervisors' UI: the Django admin over artifacts, agents, sessions, keys and users.
+
+Every change goes through ``services`` (no model writes here), every list is bounded (no COUNT per
+page load, ``fastlist``), and everything a stored record says is shown escaped.
+"""
+
+from django.contrib import admin
+
+from artifacts_app.admin.agents import AgentAdmin, ApiKeyAdmin
+from artifacts_app.admin.artifacts import ArtifactAdmin
+from artifacts_app.admin.sessions import SessionAdmin
+from artifacts_app.admin.users import ArtifactsUserAdmin
+
+admin.site.site_header = "agent-artifacts · supervisors"
+admin.site.site_title = "agent-artifacts"
+admin.site.index_title = "What the agents shipped"
+admin.site.site_url = "/playground/"
+
+__all__ = ["AgentAdmin", "ApiKeyAdmin", "ArtifactAdmin", "ArtifactsUserAdmin", "SessionAdmin"]

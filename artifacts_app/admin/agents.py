@@ -1,0 +1,223 @@
+"""Agents, their kinds (from the registry, read-only) and their keys; keys and tokens listed."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html_join
+
+from artifacts_app import services
+from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
+from artifacts_app.admin.secrets import keys_table, revoked_message, show_secret_once
+from artifacts_app.errors import ArtifactError
+from artifacts_app.models import Agent, ApiKey
+from artifacts_app.registry import slug_problem, spec_for
+
+
+class AgentAddForm(forms.ModelForm):
+    class Meta:
+        model = Agent
+        fields = ("slug", "max_artifacts")
+
+    def clean_slug(self) -> str:
+        slug = self.cleaned_data["slug"]
+        problem = slug_problem(slug)
+        if problem:
+            raise forms.ValidationError(problem)
+        return slug
+
+
+def _is_staff(request: HttpRequest) -> bool:
+    return bool(request.user.is_active and request.user.is_staff)
+
+
+@admin.register(Agent)
+class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
+    list_display = ("slug", "fill", "kind_names", "tool_on", "active_keys", "created_at")
+    search_fields = ("=slug",)
+    change_form_template = "admin/artifacts_app/agent/change_form.html"
+    fields = ("slug", "module_or_freeform", "fill", "tool_on", "kinds_and_schemas", "keys", "created_at")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return _is_staff(request)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
+        if obj is None:
+            kwargs["form"] = AgentAddForm
+            kwargs["fields"] = ("slug", "max_artifacts")
+        return super().get_form(request, obj, **kwargs)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None):
+        return ("slug", "max_artifacts") if obj is None else self.fields
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+        return () if obj is None else self.readonly_fields
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+        # A freeform agent, made by the service (the form only validated the input).
+        created = services.agent_create(slug=obj.slug, max_artifacts=obj.max_artifacts)
+        obj.pk = created.pk
+        obj.created_at = created.created_at
+
+    # --- columns and fields ----------------------------------------------------------------
+
+    @admin.display(description="artifacts / max")
+    def fill(self, obj: Agent) -> str:
+        return f"{obj.artifact_count:,} / {obj.max_artifacts:,}"
+
+    @admin.display(description="kinds")
+    def kind_names(self, obj: Agent) -> str:
+        try:
+            kinds = spec_for(obj).kinds
+        except Exception:  # a declaration that no longer imports must not break the list
+            return "?"
+        return ", ".join(kinds) or "freeform"
+
+    @admin.display(description="tool", boolean=True)
+    def tool_on(self, obj: Agent) -> bool:
+        try:
+            return spec_for(obj).tool_enabled
+        except Exception:
+            return False
+
+    @admin.display(description="active keys")
+    def active_keys(self, obj: Agent) -> int:
+        return obj.keys.filter(revoked_at__isnull=True).count()
+
+    @admin.display(description="declared in")
+    def module_or_freeform(self, obj: Agent) -> str:
+        return spec_for(obj).module or "— (freeform: any kind, no tool)"
+
+    @admin.display(description="kinds and their JSON Schemas")
+    def kinds_and_schemas(self, obj: Agent) -> str:
+        kinds = spec_for(obj).kinds
+        if not kinds:
+            return "Freeform: any non-empty kind; an omitted kind is “artifact”."
+        return format_html_join(
+            "",
+            '<div class="kind"><strong>{}</strong> — {}<pre class="artifact-json">{}</pre></div>',
+            (
+                (
+                    name,
+                    kind.description,
+                    json.dumps(kind.json_schema(), indent=2) if kind.schema is not None else "no schema: any JSON",
+                )
+                for name, kind in kinds.items()
+            ),
+        )
+
+    @admin.display(description="keys")
+    def keys(self, obj: Agent) -> str:
+        return keys_table(
+            list(obj.keys.order_by("-created_at")[:50]),
+            lambda key: reverse("admin:artifacts_app_apikey_revoke", args=[key.pk]),
+        )
+
+    # --- create a key ----------------------------------------------------------------------
+
+    def get_urls(self):
+        urls = super().get_urls()
+        return [
+            path(
+                "<int:agent_id>/keys/new/",
+                self.admin_site.admin_view(self.create_key_view),
+                name="artifacts_app_agent_create_key",
+            ),
+            *urls,
+        ]
+
+    def create_key_view(self, request: HttpRequest, agent_id: int) -> HttpResponse:
+        if not _is_staff(request):
+            return HttpResponseRedirect(reverse("admin:index"))
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        agent = get_object_or_404(Agent, pk=agent_id)
+        label = (request.POST.get("label") or "").strip()
+        key, secret = services.agent_key_create(agent=agent, label=label or f"admin: {request.user.get_username()}")
+        back = reverse("admin:artifacts_app_agent_change", args=[agent.pk])
+        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back)
+
+
+class ActiveFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return [("active", "active"), ("revoked", "revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+@admin.register(ApiKey)
+class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
+    list_display = ("shown_prefix", "kind", "owner", "label", "created_at", "revoked_at")
+    list_filter = ("kind", ActiveFilter)
+    search_fields = ("prefix", "label", "agent__slug", "user__username")
+    list_select_related = ("agent", "user")
+    ordering = ("-created_at", "-id")
+    actions = ("revoke_selected",)
+    fields = ("shown_prefix", "kind", "owner", "label", "created_at", "revoked_at")
+    readonly_fields = fields
+
+    @admin.display(description="prefix")
+    def shown_prefix(self, obj: ApiKey) -> str:
+        return f"{obj.prefix}…"
+
+    @admin.display(description="owner")
+    def owner(self, obj: ApiKey) -> str:
+        return obj.agent.slug if obj.agent_id else obj.user.get_username()
+
+    @admin.action(description="Revoke selected keys and tokens")
+    def revoke_selected(self, request: HttpRequest, queryset) -> None:
+        for key in queryset.filter(revoked_at__isnull=True)[:1000]:
+            revoked_message(request, services.api_key_revoke(key_id=key.pk))
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:key_id>/revoke/",
+                self.admin_site.admin_view(self.revoke_view),
+                name="artifacts_app_apikey_revoke",
+            ),
+            *super().get_urls(),
+        ]
+
+    def revoke_view(self, request: HttpRequest, key_id: int) -> HttpResponse:
+        if not _is_staff(request):
+            return HttpResponseRedirect(reverse("admin:index"))
+        key = get_object_or_404(ApiKey.objects.select_related("agent", "user"), pk=key_id)
+        back = (
+            reverse("admin:artifacts_app_agent_change", args=[key.agent_id])
+            if key.agent_id
+            else reverse("admin:auth_user_change", args=[key.user_id])
+        )
+        if request.method == "POST":
+            try:
+                revoked_message(request, services.api_key_revoke(key_id=key.pk))
+            except ArtifactError as exc:
+                messages.error(request, exc.message)
+            return HttpResponseRedirect(back)
+        return TemplateResponse(
+            request,
+            "admin/artifacts_app/revoke_confirm.html",
+            {
+                **self.admin_site.each_context(request),
+                "title": f"Revoke {key.get_kind_display()} {key.prefix}…?",
+                "key": key,
+                "owner": self.owner(key),
+                "back": back,
+            },
+        )

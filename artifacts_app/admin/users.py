@@ -1,0 +1,58 @@
+"""Users, with their artifact tokens: create one (the secret shown once) and revoke."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import UserAdmin
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.urls import path, reverse
+
+from artifacts_app import services
+from artifacts_app.admin.secrets import keys_table, show_secret_once
+
+User = get_user_model()
+
+if admin.site.is_registered(User):
+    admin.site.unregister(User)
+
+
+@admin.register(User)
+class ArtifactsUserAdmin(UserAdmin):
+    change_form_template = "admin/artifacts_app/user/change_form.html"
+    readonly_fields = (*UserAdmin.readonly_fields, "artifact_tokens")
+
+    def get_fieldsets(self, request: HttpRequest, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        return (*fieldsets, ("Artifact API tokens", {"fields": ("artifact_tokens",)}))
+
+    @admin.display(description="tokens")
+    def artifact_tokens(self, obj) -> str:
+        return keys_table(
+            list(obj.artifact_tokens.order_by("-created_at")[:50]),
+            lambda key: reverse("admin:artifacts_app_apikey_revoke", args=[key.pk]),
+        )
+
+    def get_urls(self):
+        return [
+            path(
+                "<int:user_id>/tokens/new/",
+                self.admin_site.admin_view(self.create_token_view),
+                name="auth_user_create_token",
+            ),
+            *super().get_urls(),
+        ]
+
+    def create_token_view(self, request: HttpRequest, user_id: int) -> HttpResponse:
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        user = get_object_or_404(User, pk=user_id)
+        if not self.has_change_permission(request, user):
+            return HttpResponseRedirect(reverse("admin:index"))
+        label = (request.POST.get("label") or "").strip()
+        key, secret = services.user_token_create(user=user, label=label or f"admin: {request.user.get_username()}")
+        back = reverse("admin:auth_user_change", args=[user.pk])
+        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=user.get_username(), back=back)

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def staff(django_user_model):
+    """A supervisor: staff, no model permissions at all (API.md: staff read everything)."""
+    return django_user_model.objects.create_user("sam", password="sam-pw-123", is_staff=True)
+
+
+@pytest.fixture
+def superuser(django_user_model):
+    return django_user_model.objects.create_superuser("root", password="root-pw-123")
+
+
+@pytest.fixture
+def staff_client(client, staff):
+    client.force_login(staff)
+    return client
+
+
+@pytest.fixture
+def super_client(client, superuser):
+    client.force_login(superuser)
+    return client
