@@ -46,8 +46,11 @@ def live(tmp_path_factory):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    # Module scope, not session: Playwright's sync API keeps an event loop marked running in this
+    # thread until it stops, and async tests collected after the browser tests (tests/client…)
+    # would then fail with "This event loop is already running".
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -15,10 +15,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from channels.layers import get_channel_layer
+import websockets
 
 from artifacts_app import services
-from artifacts_app.events import agent_group
 from tests.scale.test_processes import child_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,7 +71,7 @@ def two_servers(transactional_db):
 
 
 @pytest.mark.scale
-def test_tag_through_one_process_download_through_the_other_event_over_redis(two_servers):
+def test_tag_through_one_process_download_and_event_through_the_other(two_servers):
     port_a, port_b = two_servers
     agent = services.agent_create(slug="e2e-two", max_artifacts=100)
     services.session_create(agent=agent, sid="s-e2e")
@@ -80,27 +79,24 @@ def test_tag_through_one_process_download_through_the_other_event_over_redis(two
     auth = {"Authorization": f"Bearer {key}"}
     blob = os.urandom(3 * 1024 * 1024) + b"end"
 
-    async def run() -> tuple[dict, list[dict]]:
-        # The events route (websockets) belongs to the events branch; until it is on main the
-        # subscriber is a channel of the Redis layer, as a server process's would be.
-        layer = get_channel_layer()
-        channel = await layer.new_channel()
-        await layer.group_add(agent_group(agent.pk), channel)
-        async with httpx.AsyncClient(headers=auth, timeout=30) as client:
-            response = await client.post(
-                f"http://127.0.0.1:{port_a}/e2e-two/v1/artifacts",
-                data={"record": json.dumps(
-                    {"kind": "report", "key": "big", "data": {"n": 1}, "sessionId": "s-e2e"}
-                )},
-                files={"contents": ("r.bin", blob, "application/octet-stream")},
-            )
-            assert response.status_code == 201, response.text
-        message = await asyncio.wait_for(layer.receive(channel), timeout=10)
-        await layer.group_discard(agent_group(agent.pk), channel)
-        return response.json(), message.get("events", [message])
+    async def run() -> tuple[dict, dict]:
+        async with websockets.connect(
+            f"ws://127.0.0.1:{port_b}/e2e-two/v1/sessions/s-e2e/events", additional_headers=auth
+        ) as ws:
+            async with httpx.AsyncClient(headers=auth, timeout=30) as client:
+                response = await client.post(
+                    f"http://127.0.0.1:{port_a}/e2e-two/v1/artifacts",
+                    data={"record": json.dumps(
+                        {"kind": "report", "key": "big", "data": {"n": 1}, "sessionId": "s-e2e"}
+                    )},
+                    files={"contents": ("r.bin", blob, "application/octet-stream")},
+                )
+                assert response.status_code == 201, response.text
+                record = response.json()
+            event = json.loads(await asyncio.wait_for(ws.recv(), timeout=10))
+            return record, event
 
-    record, received = asyncio.run(run())
-    event = received[0]
+    record, event = asyncio.run(run())
     assert record["content"]["sha256"] == hashlib.sha256(blob).hexdigest()
     assert event["type"] == "artifact.tagged" and event["record"]["id"] == record["id"]
     assert event["sessionId"] == "s-e2e" and event["seq"] == 1
