@@ -14,6 +14,7 @@ from django.conf import settings
 
 from artifacts_app import services
 from artifacts_app.models import Agent
+from tests.servers import free_port
 
 TEST_AGENTS = {
     "reviewer": "agent_site.agents.reviewer",
@@ -82,12 +83,6 @@ def blob_files() -> list[Path]:
 
 
 SCALE = os.environ.get("ARTIFACTS_PROFILE") == "scale"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

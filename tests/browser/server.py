@@ -10,18 +10,15 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.servers import ROOT, DaphneServer
+
 PYTHON = sys.executable
-DAPHNE = str(Path(PYTHON).with_name("daphne"))
 
 SETUP = """
 import json
@@ -38,17 +35,9 @@ print(json.dumps({"key": secret}))
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class LiveServer:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             k: v
             for k, v in os.environ.items()
@@ -61,7 +50,14 @@ class LiveServer:
             DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
             DJANGO_SETTINGS_MODULE="agent_site.settings",
         )
-        self.process: subprocess.Popen | None = None
+        self.server = DaphneServer(
+            self.env,
+            log_path=data_dir / "daphne.log",
+            ready_path="/accounts/login/",
+            ready_status=200,
+        )
+        self.port = self.server.port
+        self.url = self.server.base_url
         self.key = ""
 
     def manage(self, *args: str, stdin: str | None = None) -> str:
@@ -88,42 +84,15 @@ class LiveServer:
         self.key = json.loads(self.python(SETUP).strip().splitlines()[-1])["key"]
 
     def start(self) -> None:
-        log = open(self.data_dir / "daphne.log", "ab")  # noqa: SIM115 (kept open for the process)
-        self.process = subprocess.Popen(
-            [DAPHNE, "-b", "127.0.0.1", "-p", str(self.port), "agent_site.asgi:application"],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError((self.data_dir / "daphne.log").read_text()[-3000:])
-            try:
-                if httpx.get(self.url + "/accounts/login/", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("daphne did not answer within 30 s")
+        """Start daphne (again, after ``kill``: same port) and wait until the login page answers."""
+        self.server.start()
 
     def kill(self) -> None:
         """Kill the server outright: every websocket drops with no close frame."""
-        if self.process and self.process.poll() is None:
-            self.process.send_signal(signal.SIGKILL)
-            self.process.wait(10)
-        self.process = None
+        self.server.kill()
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
-        self.process = None
+        self.server.stop()
 
     # --- an agent over HTTP (API.md) ---------------------------------------------------------
 

@@ -8,20 +8,11 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from dataclasses import dataclass
-from pathlib import Path
 
-import httpx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.servers import ROOT, DaphneServer
 
 
 @dataclass
@@ -63,32 +54,14 @@ def served(tmp_path_factory) -> Served:
     key = _last_line([*manage, "create_agent_key", "reviewer"], env)
     user_token = _last_line([*manage, "create_user_token", "uma"], env)
     staff_token = _last_line([*manage, "create_user_token", "stan"], env)
-    port = free_port()
-    log = open(data_dir / "daphne.log", "w+")  # noqa: SIM115
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_site.asgi:application"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                httpx.get(base + "/reviewer/v1/", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            log.seek(0)
-            pytest.fail(f"daphne did not start: {log.read()[-2000:]}")
-        yield Served(base=base, port=port, key=key, user_token=user_token, staff_token=staff_token)
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(5)
-        log.close()
+    with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
+        yield Served(
+            base=server.base_url,
+            port=server.port,
+            key=key,
+            user_token=user_token,
+            staff_token=staff_token,
+        )
 
 
 class DroppingProxy:

@@ -12,7 +12,8 @@ from channels.db import database_sync_to_async
 
 from artifacts_app import services
 from artifacts_app.client import StreamRefused, subscribe
-from tests.consumers.live import Daphne
+from tests.consumers.live import daphne
+from tests.servers import DaphneServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -27,10 +28,10 @@ def agent(transactional_db):
 
 @pytest.fixture
 def daphnes():
-    started: list[Daphne] = []
+    started: list[DaphneServer] = []
 
-    def start(port: int | None = None) -> Daphne:
-        started.append(Daphne(port=port))
+    def start(port: int | None = None) -> DaphneServer:
+        started.append(daphne(port=port))
         return started[-1]
 
     yield start
@@ -38,11 +39,11 @@ def daphnes():
         server.stop()
 
 
-async def tag_over_http(server: Daphne, slug: str, token: str, **fields) -> str:
+async def tag_over_http(server: DaphneServer, slug: str, token: str, **fields) -> str:
     """POST /<slug>/v1/artifacts, the REST tag (API.md)."""
     async with httpx.AsyncClient() as http:
         response = await http.post(
-            f"{server.http}/{slug}/v1/artifacts",
+            f"{server.base_url}/{slug}/v1/artifacts",
             json=fields,
             headers={"Authorization": f"Bearer {token}"},
             timeout=10,
@@ -54,7 +55,7 @@ async def tag_over_http(server: Daphne, slug: str, token: str, **fields) -> str:
 async def test_tag_over_http_event_arrives(agent, daphnes):
     slug, key = agent
     server = daphnes()
-    stream = subscribe(f"{server.ws}/{slug}/v1/events", key, after=0)
+    stream = subscribe(f"{server.ws_url}/{slug}/v1/events", key, after=0)
     first = asyncio.ensure_future(stream.__anext__())
     await asyncio.sleep(0.5)  # connected and joined
     record_id = await tag_over_http(server, slug, key, key="k", data={"v": 1})
@@ -68,7 +69,7 @@ async def test_client_reconnects_with_after_across_a_restart(agent, daphnes):
     """The server goes away; the client retries, reconnects with after and misses nothing."""
     slug, key = agent
     server = daphnes()
-    stream = subscribe(f"{server.ws}/{slug}/v1/events", key, after=0)
+    stream = subscribe(f"{server.ws_url}/{slug}/v1/events", key, after=0)
     await tag_over_http(server, slug, key, key="a", data={})
     assert (await asyncio.wait_for(stream.__anext__(), 5))["seq"] == 1
     server.stop()
@@ -87,7 +88,7 @@ async def test_refusal_is_final(agent, daphnes):
     slug, _ = agent
     server = daphnes()
     with pytest.raises(StreamRefused) as refused:
-        async for _ in subscribe(f"{server.ws}/{slug}/v1/events", "ak_wrong"):
+        async for _ in subscribe(f"{server.ws_url}/{slug}/v1/events", "ak_wrong"):
             pass
     assert refused.value.code == 4401
 
@@ -97,7 +98,7 @@ async def test_two_daphnes_over_redis(agent, daphnes):
     """A subscriber on process A gets, within 2 s, the event of a tag made through process B."""
     slug, key = agent
     a, b = daphnes(), daphnes()
-    stream = subscribe(f"{a.ws}/{slug}/v1/events", key)
+    stream = subscribe(f"{a.ws_url}/{slug}/v1/events", key)
     first = asyncio.ensure_future(stream.__anext__())
     await asyncio.sleep(0.5)
     started = time.monotonic()

@@ -5,23 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+from tests.servers import ROOT, DaphneServer
 
 
 @pytest.fixture(scope="module")
@@ -42,26 +33,8 @@ def served(tmp_path_factory):
         [*manage, "create_agent_key", "reviewer"], cwd=ROOT, env=env, check=True,
         capture_output=True, text=True,
     ).stdout.strip().splitlines()[-1]
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_site.asgi:application"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(200):
-            try:
-                httpx.get(base + "/reviewer/v1/", timeout=1)
-                break
-            except httpx.TransportError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("daphne did not start")
-        yield base, key
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-
+    with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
+        yield server.base_url, key
 
 def test_upload_and_streamed_download_under_daphne(served):
     base, key = served

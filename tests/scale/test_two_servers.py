@@ -6,12 +6,8 @@ import asyncio
 import hashlib
 import json
 import os
-import socket
-import subprocess
-import sys
-import time
 import uuid
-from pathlib import Path
+from contextlib import ExitStack
 
 import httpx
 import pytest
@@ -19,27 +15,7 @@ import websockets
 
 from artifacts_app import services
 from tests.scale.test_processes import child_env
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 40) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"daphne on {port} exited: {proc.stderr.read().decode()[-2000:]}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"daphne on {port} did not start")
+from tests.servers import DaphneServer
 
 
 @pytest.fixture
@@ -47,27 +23,14 @@ def two_servers(transactional_db):
     assert os.environ.get("ARTIFACTS_STORAGE") == "s3", "the scale run stores blobs in S3 (moto)"
     env = child_env()
     env.update(ARTIFACTS_PROCESSES="2", ARTIFACTS_S3_PREFIX=f"e2e-{uuid.uuid4().hex}")
-    ports = [free_port(), free_port()]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-             "agent_site.asgi:application"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        )
-        for port in ports
-    ]
-    try:
-        for port, proc in zip(ports, procs, strict=True):
-            wait_ready(port, proc)
-        yield ports
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+    servers = [DaphneServer(env, timeout=40), DaphneServer(env, timeout=40)]
+    with ExitStack() as stack:
+        for server in servers:  # both start at once, then each is waited for
+            stack.callback(server.stop)
+            server.start(wait=False)
+        for server in servers:
+            server.wait_ready()
+        yield [server.port for server in servers]
 
 
 @pytest.mark.scale
