@@ -300,18 +300,19 @@ def s3_storage_from_env() -> dict:
     """
     import importlib.util
 
-    if importlib.util.find_spec("storages") is None:
-        raise ImproperlyConfigured(
-            "ARTIFACTS_STORAGE=s3 needs django-storages with boto3: pip install -e '.[scale]'."
-        )
+    # The variables first, the package second: a wrong value is reported the same way whether or
+    # not the scale extras are installed.
     bucket = os.environ.get("ARTIFACTS_S3_BUCKET", "").strip()
     if not bucket:
         raise ImproperlyConfigured("ARTIFACTS_STORAGE=s3 needs ARTIFACTS_S3_BUCKET (the bucket name).")
-    from boto3.s3.transfer import TransferConfig
-
     endpoint = os.environ.get("ARTIFACTS_S3_ENDPOINT_URL", "").strip() or None
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise ImproperlyConfigured("ARTIFACTS_S3_ENDPOINT_URL must start with http:// or https://.")
+    if importlib.util.find_spec("storages") is None or importlib.util.find_spec("boto3") is None:
+        raise ImproperlyConfigured(
+            "ARTIFACTS_STORAGE=s3 needs django-storages with boto3: pip install -e '.[scale]'."
+        )
+    from boto3.s3.transfer import TransferConfig
     return {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
