@@ -53,6 +53,50 @@ def cursor_decode(cursor: str) -> tuple[datetime, str]:
         ) from None
 
 
+def keyset_page(
+    qs: Any,
+    *,
+    moment: str,
+    tiebreak: str,
+    fields: Any,
+    size: int,
+    cursor: str | None,
+    tiebreak_of: Any = None,
+) -> Page:
+    """One page of ``qs`` newest first by ``(moment, tiebreak)``, after ``cursor`` if given.
+
+    The one keyset implementation behind every list. The predicate is written
+    ``moment <= x AND (moment < x OR tiebreak < y)``: that form lets the planner seek the
+    ``(…, moment, tiebreak)`` index, where the plain ``moment < x OR (moment = x AND tiebreak < y)``
+    scans (DESIGN.md §6).
+    """
+    if cursor:
+        at, last = cursor_decode(cursor)
+        if tiebreak_of is not None:
+            last = tiebreak_of(last)
+        qs = qs.filter(
+            Q(**{f"{moment}__lte": at})
+            & (Q(**{f"{moment}__lt": at}) | Q(**{f"{tiebreak}__lt": last}))
+        )
+    rows = list(qs.order_by(f"-{moment}", f"-{tiebreak}").values(*fields)[: size + 1])
+    next_cursor = None
+    if len(rows) > size:
+        rows = rows[:size]
+        next_cursor = cursor_encode(rows[-1][moment], str(rows[-1][tiebreak]))
+    return Page(rows=rows, next_cursor=next_cursor)
+
+
+def _row_id(last: str) -> int:
+    """A session cursor's tiebreak: the row id, refused unless it is one this server gave out."""
+    if not (last.isascii() and last.isdigit()) or len(last) > 18:
+        raise ArtifactError(
+            "invalid_cursor",
+            "`cursor` is not one this server gave out; start again without it.",
+            {"field": "cursor"},
+        )
+    return int(last)
+
+
 def check_limit(limit: Any) -> int:
     if limit is None:
         return DEFAULT_LIMIT
@@ -99,17 +143,9 @@ def artifacts_page(
         if session_pk is None:
             return Page(rows=[], next_cursor=None)
         qs = qs.filter(session_id=session_pk)
-    if cursor:
-        moment, last_id = cursor_decode(cursor)
-        # This form lets the planner seek the (…, updated_at, id) index; the plain
-        # `updated_at < x OR (updated_at = x AND id < y)` scans (DESIGN.md §6).
-        qs = qs.filter(Q(updated_at__lte=moment) & (Q(updated_at__lt=moment) | Q(id__lt=last_id)))
-    rows = list(qs.order_by("-updated_at", "-id").values(*RECORD_FIELDS)[: size + 1])
-    next_cursor = None
-    if len(rows) > size:
-        rows = rows[:size]
-        next_cursor = cursor_encode(rows[-1]["updated_at"], rows[-1]["id"])
-    return Page(rows=rows, next_cursor=next_cursor)
+    return keyset_page(
+        qs, moment="updated_at", tiebreak="id", fields=RECORD_FIELDS, size=size, cursor=cursor
+    )
 
 
 def artifacts_all(**filters: Any) -> list[ArtifactRecord]:
@@ -182,23 +218,15 @@ def sessions_page(
     qs = Session.objects.filter(agent_id=agent.pk)
     if visible is not None:
         qs = qs.filter(visible)
-    if cursor:
-        moment, last = cursor_decode(cursor)
-        if not (last.isascii() and last.isdigit()) or len(last) > 18:
-            raise ArtifactError(
-                "invalid_cursor",
-                "`cursor` is not one this server gave out; start again without it.",
-                {"field": "cursor"},
-            )
-        qs = qs.filter(
-            Q(created_at__lte=moment) & (Q(created_at__lt=moment) | Q(pk__lt=int(last)))
-        )
-    rows = list(qs.order_by("-created_at", "-pk").values(*SESSION_FIELDS)[: size + 1])
-    next_cursor = None
-    if len(rows) > size:
-        rows = rows[:size]
-        next_cursor = cursor_encode(rows[-1]["created_at"], str(rows[-1]["pk"]))
-    return Page(rows=rows, next_cursor=next_cursor)
+    return keyset_page(
+        qs,
+        moment="created_at",
+        tiebreak="pk",
+        fields=SESSION_FIELDS,
+        size=size,
+        cursor=cursor,
+        tiebreak_of=_row_id,
+    )
 
 
 def session_values(*, agent: Agent | str, sid: str, visible: Q | None = None) -> dict[str, Any]:

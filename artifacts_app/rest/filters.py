@@ -16,24 +16,6 @@ from artifacts_app.models import Artifact
 from artifacts_app.selectors import MAX_LIMIT
 
 
-class ArtifactFilter(django_filters.FilterSet):
-    kind = django_filters.CharFilter(max_length=64, method="_none")
-    sessionId = django_filters.CharFilter(max_length=128, method="_none")  # noqa: N815
-    source = django_filters.ChoiceFilter(
-        choices=[("host", "host"), ("model", "model")], method="_none"
-    )
-    key = django_filters.CharFilter(max_length=1024, method="_none")
-    limit = django_filters.NumberFilter(min_value=1, max_value=MAX_LIMIT, method="_none")
-    cursor = django_filters.CharFilter(max_length=512, method="_none")
-
-    class Meta:
-        model = Artifact
-        fields: list[str] = []
-
-    def _none(self, queryset: Any, name: str, value: Any) -> Any:
-        return queryset
-
-
 class PageFilter(django_filters.FilterSet):
     limit = django_filters.NumberFilter(min_value=1, max_value=MAX_LIMIT, method="_none")
     cursor = django_filters.CharFilter(max_length=512, method="_none")
@@ -44,6 +26,15 @@ class PageFilter(django_filters.FilterSet):
 
     def _none(self, queryset: Any, name: str, value: Any) -> Any:
         return queryset
+
+
+class ArtifactFilter(PageFilter):
+    kind = django_filters.CharFilter(max_length=64, method="_none")
+    sessionId = django_filters.CharFilter(max_length=128, method="_none")  # noqa: N815
+    source = django_filters.ChoiceFilter(
+        choices=[("host", "host"), ("model", "model")], method="_none"
+    )
+    key = django_filters.CharFilter(max_length=1024, method="_none")
 
 
 @functools.cache
