@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,3 +25,13 @@ def django_setup() -> None:
 
     django.setup()
     call_command("migrate", verbosity=0)
+
+
+def rate(fn: Callable[[int], object], n: int) -> float:
+    """Calls per second of ``fn(0)``…``fn(n-1)``, after one warm-up call ``fn(-1)`` (query plans,
+    imports)."""
+    fn(-1)
+    start = time.perf_counter()
+    for i in range(n):
+        fn(i)
+    return n / (time.perf_counter() - start)

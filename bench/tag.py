@@ -12,18 +12,8 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
-import time
-from collections.abc import Callable
 
-from _setup import django_setup
-
-
-def rate(fn: Callable[[int], None], n: int) -> float:
-    fn(-1)  # warm up: first query plans, imports
-    start = time.perf_counter()
-    for i in range(n):
-        fn(i)
-    return n / (time.perf_counter() - start)
+from _setup import django_setup, rate
 
 
 def main() -> None:

@@ -11,18 +11,8 @@ from __future__ import annotations
 
 import argparse
 import secrets
-import time
-from collections.abc import Callable
 
-from _setup import django_setup
-
-
-def rate(fn: Callable[[int], object], n: int) -> float:
-    fn(-1)
-    start = time.perf_counter()
-    for i in range(n):
-        fn(i)
-    return n / (time.perf_counter() - start)
+from _setup import django_setup, rate
 
 
 def main() -> None:
