@@ -5,6 +5,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.contrib import admin
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.text import Truncator
@@ -45,7 +46,7 @@ class SessionAdmin(SupervisorMixin, UncountedAdmin):
             '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
             (
                 (
-                    reverse("admin:artifacts_app_artifact_change", args=[record.id]),
+                    reverse("admin:artifacts_app_artifact_change", args=[quote(record.id)]),
                     Truncator(record.title or record.key or record.id).chars(80),
                     record.kind,
                     record.source,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 import pytest
+from django.contrib.admin.utils import quote
 from django.urls import reverse
 
 from artifacts_app import services
@@ -12,6 +15,11 @@ from artifacts_app.models import ApiKey, Artifact, Event
 pytestmark = pytest.mark.django_db
 
 LIST = reverse("admin:artifacts_app_artifact_changelist")
+
+
+def artifact_url(view: str, artifact_id: str) -> str:
+    """As the admin builds it: ids pass through ``quote`` ("art_25…" would otherwise unquote to "art%…")."""
+    return reverse(f"admin:artifacts_app_artifact_{view}", args=[quote(artifact_id)])
 
 
 @pytest.fixture
@@ -46,8 +54,8 @@ def test_every_page_answers_for_staff(staff_client, super_client, world, reviewe
         reverse("admin:index"),
         LIST,
         LIST + "?agent=free",
-        reverse("admin:artifacts_app_artifact_change", args=[world["a"].id]),
-        reverse("admin:artifacts_app_artifact_change", args=[world["b"].id]),
+        artifact_url("change", world["a"].id),
+        artifact_url("change", world["b"].id),
         reverse("admin:artifacts_app_agent_changelist"),
         reverse("admin:artifacts_app_agent_change", args=[reviewer.pk]),
         reverse("admin:artifacts_app_agent_add"),
@@ -55,7 +63,7 @@ def test_every_page_answers_for_staff(staff_client, super_client, world, reviewe
         reverse("admin:artifacts_app_session_change", args=[world["s1"].pk]),
         reverse("admin:artifacts_app_apikey_changelist"),
         reverse("admin:artifacts_app_apikey_revoke", args=[world["key"].pk]),
-        reverse("admin:artifacts_app_artifact_delete", args=[world["a"].id]),
+        artifact_url("delete", world["a"].id),
     ]
     for url in pages:
         assert staff_client.get(url).status_code == 200, url
@@ -69,7 +77,7 @@ def test_every_page_answers_for_staff(staff_client, super_client, world, reviewe
 def test_non_staff_and_anonymous_are_sent_to_log_in(client, alice, world):
     urls = [
         LIST,
-        reverse("admin:artifacts_app_artifact_change", args=[world["a"].id]),
+        artifact_url("change", world["a"].id),
         reverse("admin:artifacts_app_agent_changelist"),
         reverse("admin:artifacts_app_session_changelist"),
     ]
@@ -122,7 +130,7 @@ def test_search_by_key_title_and_id(staff_client, world):
 
 
 def test_artifact_page_shows_pretty_data_preview_and_session(staff_client, world):
-    body = titles(staff_client.get(reverse("admin:artifacts_app_artifact_change", args=[world["a"].id])))
+    body = titles(staff_client.get(artifact_url("change", world["a"].id)))
     assert "&quot;verdict&quot;: &quot;approve&quot;" in body  # pretty JSON, escaped
     assert "# notes" in body
     assert f"/reviewer/v1/artifacts/{world['a'].id}/content" in body
@@ -134,7 +142,7 @@ def test_image_content_is_shown_from_the_content_route(staff_client, reviewer):
     record = services.artifact_tag(
         agent=reviewer, kind="report", data={}, contents=b"\x89PNG\r\n\x1a\n", content_type="image/png"
     ).record
-    body = titles(staff_client.get(reverse("admin:artifacts_app_artifact_change", args=[record.id])))
+    body = titles(staff_client.get(artifact_url("change", record.id)))
     assert f'<img src="/reviewer/v1/artifacts/{record.id}/content"' in body
 
 
@@ -142,7 +150,7 @@ def test_binary_content_is_only_a_download_link(staff_client, reviewer):
     record = services.artifact_tag(
         agent=reviewer, kind="report", data={}, contents=b"\x00\x01<script>", content_type="application/zip"
     ).record
-    body = titles(staff_client.get(reverse("admin:artifacts_app_artifact_change", args=[record.id])))
+    body = titles(staff_client.get(artifact_url("change", record.id)))
     assert "Download (10 bytes, application/zip)" in body
     assert "<pre class=\"artifact-text\">" not in body
 
@@ -152,17 +160,17 @@ def test_stored_script_is_shown_escaped(staff_client, reviewer):
     record = services.artifact_tag(
         agent=reviewer, kind="report", title=evil, key=evil, data={"html": evil}, contents=evil,
     ).record
-    for url in (LIST + "?agent=reviewer", reverse("admin:artifacts_app_artifact_change", args=[record.id])):
+    for url in (LIST + "?agent=reviewer", artifact_url("change", record.id)):
         body = titles(staff_client.get(url))
         assert evil not in body, url
         assert "&lt;script&gt;alert(" in body, url
-    page = titles(staff_client.get(reverse("admin:artifacts_app_artifact_change", args=[record.id])))
+    page = titles(staff_client.get(artifact_url("change", record.id)))
     assert page.count("&lt;script&gt;alert(") >= 3  # title, data, text content
 
 
 def test_delete_goes_through_the_service_and_emits_an_event(staff_client, world, reviewer):
     artifact_id = world["a"].id
-    url = reverse("admin:artifacts_app_artifact_delete", args=[artifact_id])
+    url = artifact_url("delete", artifact_id)
     response = staff_client.post(url, {"post": "yes"})
     assert response.status_code == 302
     assert not Artifact.objects.filter(pk=artifact_id).exists()
@@ -266,3 +274,19 @@ def test_session_page_lists_its_artifacts_and_links_the_playground(staff_client,
     body = titles(staff_client.get(reverse("admin:artifacts_app_session_change", args=[world["s1"].pk])))
     assert "Reviewed PR 7" in body and "alice" in body
     assert "/playground/?agent=reviewer&amp;session=s_one" in body
+
+
+def test_ids_that_look_quoted_open_from_the_session_page(staff_client, reviewer, alice):
+    """The admin unquotes "_25" to "%" in a URL's id: an id like "art_25…" (about 2% of them) must be
+    linked quoted, or its page redirects away as "doesn't exist"."""
+    session = services.session_create(agent=reviewer, sid="s_quoted", owner=alice)
+    key = next(f"k{n}" for n in range(10_000) if services.keyed_id("reviewer", f"k{n}")[4:6] in {"22", "25", "26"})
+    record = services.artifact_tag(
+        agent=reviewer, kind="report", key=key, title="Quoted id", data={}, session_id=session.sid
+    ).record
+    assert record.id[4:6] in {"22", "25", "26"}
+    page = titles(staff_client.get(reverse("admin:artifacts_app_session_change", args=[session.pk])))
+    href = re.search(r'<a href="([^"]+)">Quoted id</a>', page).group(1)
+    response = staff_client.get(href)
+    assert response.status_code == 200
+    assert record.id in response.content.decode()

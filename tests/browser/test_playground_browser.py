@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from django.contrib.admin.utils import quote
 from playwright.sync_api import expect
 
 from tests.browser.conftest import live_ready, log_in
@@ -116,7 +117,7 @@ def test_admin_artifact_page(live, page, tmp_path):
     page.fill("#id_username", "sup")
     page.fill("#id_password", "sup-pw-12345")
     page.click("input[type=submit]")
-    page.goto(f"{live.url}/admin/artifacts_app/artifact/{record['id']}/change/")
+    page.goto(f"{live.url}/admin/artifacts_app/artifact/{quote(record['id'])}/change/")
     expect(page.locator(".artifact-text")).to_contain_text(EVIL)
     expect(page.locator(".artifact-json").first).to_contain_text('"note"')
     assert page.evaluate("window.__pwned") is None
