@@ -11,7 +11,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from django.http import HttpResponse, StreamingHttpResponse
+from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 
 from artifacts_app.blobs import blob_open, blob_redirect_url
 from artifacts_app.records import DEFAULT_BYTES_TYPE
@@ -115,7 +115,7 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
     content_type = content_type or DEFAULT_BYTES_TYPE
     etag = f'"{sha256}"'
     if etag_matches(request.META.get("HTTP_IF_NONE_MATCH"), etag):
-        response = HttpResponse(status=304)
+        response = HttpResponseNotModified()  # no body, so no Content-Type either
         _common_headers(response, etag)
         return response
     disposition = "inline" if is_inline_safe(content_type) else "attachment"
