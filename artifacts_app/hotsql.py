@@ -30,6 +30,26 @@ def _aware(value: Any) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
+AGENT_FIELDS = tuple(field.attname for field in Agent._meta.concrete_fields)
+
+
+def agent_by_slug(slug: str) -> Agent | None:
+    """The agent row for ``slug``, as the ORM would load it. The Python API and the tool name their
+    agent by slug on every call; through the ORM this lookup cost about as much as the rest of a tag."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {', '.join(_q(name) for name in AGENT_FIELDS)} FROM {_q(Agent._meta.db_table)} "
+            "WHERE slug = %s",
+            [slug],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(AGENT_FIELDS, row, strict=True))
+    values["created_at"] = _aware(values["created_at"])
+    return Agent.from_db(connection.alias, AGENT_FIELDS, list(values.values()))
+
+
 def agent_lock(agent_id: int) -> tuple[int, int] | None:
     """Lock the agent row and answer (artifact_count, last_seq). On SQLite the IMMEDIATE transaction
     already holds the database's write lock; elsewhere it is ``SELECT … FOR UPDATE``."""

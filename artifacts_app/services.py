@@ -63,7 +63,7 @@ def agent_get(agent: Agent | str) -> Agent:
     """The agent row for a slug (or the row itself); unknown slugs raise ``NotFoundError``."""
     if isinstance(agent, Agent):
         return agent
-    found = Agent.objects.filter(slug=agent).first() if isinstance(agent, str) else None
+    found = hotsql.agent_by_slug(agent) if isinstance(agent, str) else None
     if found is None:
         raise NotFoundError("unknown_agent", f"There is no agent {agent!r}.")
     return found

@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/tag.py [--n 2000]
 
-Cases: plain tag below the cap, with 4 KiB contents, and at the cap (every tag evicts one record),
-each against the baseline `Artifact.objects.create` inside `transaction.atomic()`. The database is
+Cases: plain tag below the cap, with 4 KiB contents, a re-tag of a key, at the cap (every tag evicts
+one record), and through the Python API (`artifacts(slug, session_id=…).tag`, which names its agent
+and session by string on every call, as agents' host code does), each against the baseline `Artifact.objects.create` inside `transaction.atomic()`. The database is
 the one the settings choose (SQLite in a temporary data dir unless DATABASE_URL says otherwise).
 """
 
@@ -24,7 +25,7 @@ def main() -> None:
 
     from django.db import connection, transaction
 
-    from artifacts_app import services
+    from artifacts_app import artifacts, services
     from artifacts_app.models import Agent, Artifact
 
     n = args.n
@@ -34,6 +35,9 @@ def main() -> None:
     blobby = services.agent_create(slug=f"blob-{run_id}", max_artifacts=10**9)
     keyed = services.agent_create(slug=f"keyed-{run_id}", max_artifacts=10**9)
     at_cap = services.agent_create(slug=f"cap-{run_id}", max_artifacts=n)
+    by_slug = services.agent_create(slug=f"api-{run_id}", max_artifacts=10**9)
+    services.session_create(agent=by_slug, sid="s_bench")
+    api = artifacts(by_slug.slug, session_id="s_bench", turn_id="t-1")
     # Fill the capped agent to its cap so every measured tag evicts one record.
     for i in range(n):
         services.artifact_tag(agent=at_cap, kind="note", data={"fill": i})
@@ -58,12 +62,16 @@ def main() -> None:
     def tag_cap(i: int) -> None:
         services.artifact_tag(agent=at_cap, kind="note", data={"i": i})
 
+    def tag_api(i: int) -> None:
+        api.tag(kind="note", data={"i": i})
+
     results = {
         "baseline create": rate(baseline, n),
         "tag, below cap": rate(tag_below, n),
         "tag + 4 KiB contents": rate(tag_blob, n),
         "re-tag of a key": rate(tag_keyed, n),
         "tag, at cap (evicts 1)": rate(tag_cap, n),
+        "Python API, slug + session": rate(tag_api, n),
     }
     assert Agent.objects.get(pk=at_cap.pk).artifact_count == n
     print(f"database: {connection.vendor}, n={n}")

@@ -257,6 +257,16 @@ def test_unknown_agent(db):
     assert exc.value.code == "unknown_agent"
 
 
+def test_agent_by_slug_loads_the_row_as_the_orm_does(reviewer, freeform):
+    for agent in (reviewer, freeform):
+        services.artifact_tag(agent=agent, kind="note" if agent is freeform else "report", data={})
+        fast, orm = services.agent_get(agent.slug), Agent.objects.get(slug=agent.slug)
+        assert fast.get_deferred_fields() == set()
+        for field in Agent._meta.concrete_fields:
+            assert getattr(fast, field.attname) == getattr(orm, field.attname), field.attname
+        assert fast.created_at.tzinfo is not None and fast._state.adding is False
+
+
 def test_eviction_removes_exactly_the_oldest_updated_at_max(strict):
     ids = [
         services.artifact_tag(agent=strict, kind="note", key=f"k{i}", data=i).record.id
