@@ -6,6 +6,9 @@
   records stored (target: 100k within 1.3x of 1k);
 - tag: requests/s of POST artifacts (JSON) beside a bare Django JSON view that inserts one row
   (target: within 2x);
+- handler: requests/s of a 404, a list page and a tag through ``agent_site.asgi``'s handler beside
+  the same routes through Django's stock ``ASGIHandler`` on the same daphne, sequential and with 8
+  requests in flight;
 - content: MB/s of a blob downloaded from GET artifacts/<id>/content beside the same file from a
   bare ASGI app and from Django's FileResponse on the same daphne, with the server's RSS growth
   during each download (target: >= 60% of bare ASGI, >= FileResponse, RSS growth < 32 MiB).
@@ -140,9 +143,12 @@ def main() -> None:
         **os.environ, **env, "BENCH_BLOB_PATH": info["blob_path"],
         "PYTHONPATH": f"{ROOT / 'bench'}{os.pathsep}{ROOT}",
     }
+    # The server's log goes to a file: a pipe nobody reads fills up (Django logs every 404) and
+    # blocks the server.
+    log = open(Path(data_dir) / "daphne.log", "w+b")  # noqa: SIM115
     server = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "rest_asgi:application"],
-        cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=log,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -153,15 +159,18 @@ def main() -> None:
             except httpx.TransportError:
                 time.sleep(0.1)
         else:
-            raise SystemExit("daphne did not start: " + server.stderr.read().decode()[-2000:])
+            log.seek(0)
+            raise SystemExit("daphne did not start: " + log.read().decode()[-2000:])
         with httpx.Client(base_url=base, timeout=60) as client:
             run_floor(client, args.requests)
             run_list(client, info, args.requests)
             run_tag(client, info, args.requests)
+            run_handler(base, info, args.requests)
             run_content(client, info, server.pid, args.blob_mib, args.rounds)
     finally:
         server.terminate()
         server.wait(timeout=10)
+        log.close()
         if not args.keep:
             shutil.rmtree(data_dir, ignore_errors=True)
 
@@ -224,6 +233,48 @@ def run_tag(client, info, n: int) -> None:
         print(f"  {name:<26} {value:7.0f} req/s")
     ratio = rates["bare Django insert view"] / rates["POST artifacts (tag)"]
     print(f"  tag vs bare insert: {ratio:.2f}x slower  (target <= 2x)")
+
+
+def run_handler(base: str, info, n: int) -> None:
+    """Our handler vs Django's stock ASGIHandler (bench/rest_asgi.py ``/stock/``), same routes."""
+    import asyncio
+
+    import httpx
+
+    agent = {"Authorization": f"Bearer {info['a1k']}"}
+    tagger = {"Authorization": f"Bearer {info['tagger']}", "Content-Type": "application/json"}
+    cases = {
+        "404": ("GET", "/a1k/v1/nowhere", {}, None, 404),
+        "list": ("GET", "/a1k/v1/artifacts?limit=50", agent, None, 200),
+        "tag": ("POST", "/tagger/v1/artifacts", tagger, b'{"kind": "note", "data": {}}', 201),
+    }
+
+    async def rate(prefix: str, case: tuple, in_flight: int) -> float:
+        method, url, headers, body, status = case
+        async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+            async def one() -> None:
+                r = await client.request(method, prefix + url, headers=headers, content=body)
+                assert r.status_code == status, (prefix, url, r.status_code)
+
+            for _ in range(10):
+                await one()
+            per_worker = max(1, n // in_flight)
+
+            async def worker() -> None:
+                for _ in range(per_worker):
+                    await one()
+
+            start = time.perf_counter()
+            await asyncio.gather(*(worker() for _ in range(in_flight)))
+            return per_worker * in_flight / (time.perf_counter() - start)
+
+    print(f"handler: ours vs Django's stock ASGIHandler, same routes and daphne, {n} requests (req/s):")
+    for name, case in cases.items():
+        for in_flight in (1, 8):
+            # Interleaved, best of two each: the machine's noise hits both alike.
+            runs = [asyncio.run(rate(prefix, case, in_flight)) for _ in range(2) for prefix in ("/stock", "")]
+            stock, ours = max(runs[0::2]), max(runs[1::2])
+            print(f"  {name:<5} {in_flight} in flight: stock {stock:7.0f}   ours {ours:7.0f}   = {ours / stock:.2f}x")
 
 
 def run_content(client, info, pid: int, blob_mib: int, rounds: int) -> None:

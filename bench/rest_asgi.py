@@ -5,7 +5,9 @@
 - ``/bare/file``: the same blob as the content case, as Django's ``FileResponse``.
 - ``/bare/asgi``: the same blob from a raw ASGI app, no Django, no flow control;
 - ``/bare/asgi-paced``: the same behind ``BackpressureMiddleware`` (the transport's ceiling);
-- ``/bare/hello``: a raw ASGI app answering ``{}`` (the round-trip floor of daphne + client).
+- ``/bare/hello``: a raw ASGI app answering ``{}`` (the round-trip floor of daphne + client);
+- ``/stock/…``: the project's own routes through Django's stock ``ASGIHandler`` instead of
+  ``agent_site.asgi.SyncChainASGIHandler`` (the handler's baseline), same middleware, same views.
 Everything else goes to ``agent_site.asgi.application``.
 """
 
@@ -22,6 +24,8 @@ import orjson  # noqa: E402
 from django.http import FileResponse, HttpResponse  # noqa: E402
 from django.urls import path  # noqa: E402
 from django.views.decorators.csrf import csrf_exempt  # noqa: E402
+
+from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 
 from agent_site import urls  # noqa: E402
 from artifacts_app.models import Agent, Artifact  # noqa: E402
@@ -71,7 +75,12 @@ async def hello(scope, receive, send):
     await send({"type": "http.response.body", "body": b"{}"})
 
 
+stock = BackpressureMiddleware(ASGIHandler())
+
+
 async def application(scope, receive, send):
+    if scope["type"] == "http" and scope["path"].startswith("/stock/"):
+        return await stock({**scope, "root_path": "/stock"}, receive, send)
     if scope["type"] == "http" and scope["path"] == "/bare/asgi":
         return await bare_asgi(scope, receive, send)
     if scope["type"] == "http" and scope["path"] == "/bare/asgi-paced":

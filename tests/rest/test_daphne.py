@@ -34,10 +34,10 @@ def served(tmp_path_factory):
         capture_output=True, text=True,
     ).stdout.strip().splitlines()[-1]
     with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
-        yield server.base_url, key
+        yield server.base_url, key, server.process.pid
 
 def test_upload_and_streamed_download_under_daphne(served):
-    base, key = served
+    base, key, _ = served
     auth = {"Authorization": f"Bearer {key}"}
     payload = os.urandom(5 * 1024 * 1024 + 3)
     made = httpx.post(
@@ -66,9 +66,43 @@ def test_upload_and_streamed_download_under_daphne(served):
 
 
 def test_unknown_route_is_the_envelope_with_debug_off(served):
-    base, key = served
+    base, key, _ = served
     for method in ("GET", "POST", "DELETE"):
         response = httpx.request(method, base + "/reviewer/v1/nothing", headers={"Authorization": f"Bearer {key}"})
         assert response.status_code == 404
         assert response.json()["error"]["code"] == "unknown_route"
     assert httpx.get(base + "/reviewer/v1/artifacts").json()["error"]["code"] == "not_authenticated"
+
+
+def _threads(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("Threads:"))
+
+
+def test_concurrent_requests_share_a_bounded_pool_of_threads(served):
+    """agent_site.asgi.SyncChainASGIHandler runs the sync chain on HTTP_THREADS long-lived threads:
+    with 16 requests in flight (160 in all, twice the pool) every answer is right, each tag is
+    listed by the next request, and the server's thread count stays bounded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from agent_site.asgi import HTTP_THREADS
+
+    base, key, pid = served
+    headers = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, timeout=30) as client:
+        client.get("/reviewer/v1/artifacts", headers=headers).raise_for_status()
+    before = _threads(pid)
+
+    def work(i: int) -> tuple[int, int]:
+        with httpx.Client(base_url=base, timeout=30) as client:
+            tagged = client.post(
+                "/reviewer/v1/artifacts", headers=headers,
+                json={"kind": "report", "key": f"pool-{i}", "data": {"title": "t", "body": str(i)}},
+            )
+            listed = client.get("/reviewer/v1/artifacts", params={"key": f"pool-{i}"}, headers=headers)
+            return tagged.status_code, len(listed.json()["results"])
+
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(work, range(80)))
+    assert answers == [(201, 1)] * 80
+    assert _threads(pid) <= max(before, HTTP_THREADS + 8)
