@@ -5,11 +5,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import django
 from asgiref.sync import sync_to_async
+from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler
 from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
-django.setup(set_prefix=False)
+try:
+    django.setup(set_prefix=False)
+except ImproperlyConfigured as exc:
+    # The server stops at start with the settings' sentence, not a traceback.
+    raise SystemExit(f"agent_site.asgi: the settings are not usable: {exc}") from None
 
 HTTP_THREADS = 8  # sync requests served at once by one process
 

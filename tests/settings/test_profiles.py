@@ -56,6 +56,28 @@ def test_bad_storage_settings_fail_at_start_with_a_sentence(env, fragment):
     assert "ImproperlyConfigured" in proc.stderr and fragment in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        [sys.executable, "manage.py", "check"],
+        [sys.executable, "-m", "daphne", "-p", "0", "agent_site.asgi:application"],
+    ],
+    ids=["manage.py", "daphne"],
+)
+def test_commands_and_the_server_refuse_bad_settings_with_a_sentence(command):
+    base = {k: v for k, v in os.environ.items() if k not in (*SCALE_VARS, "DJANGO_SECRET_KEY")}
+    for env, fragment in (
+        ({"DJANGO_DEBUG": "0"}, "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off"),
+        ({"ARTIFACTS_STORAGE": "ftp"}, "ARTIFACTS_STORAGE is 'local' or 's3'"),
+    ):
+        proc = subprocess.run(
+            command, cwd=ROOT, env={**base, "DJANGO_SETTINGS_MODULE": "agent_site.settings", **env},
+            capture_output=True, text=True, timeout=60,
+        )
+        assert proc.returncode != 0
+        assert fragment in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
 def test_s3_settings_select_django_storages():
     pytest.importorskip("storages", reason="the scale extras install django-storages")
     proc = settings_with(
