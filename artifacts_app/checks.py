@@ -31,7 +31,8 @@ def check_persistent_connections(app_configs: Any = None, **_: Any) -> list[chec
     """Under ASGI requests run on changing threads: persistent connections leak (DESIGN.md §10)."""
     messages: list[checks.CheckMessage] = []
     for alias, conf in settings.DATABASES.items():
-        if conf.get("CONN_MAX_AGE") not in (0, None) and not conf.get("OPTIONS", {}).get("pool"):
+        # Django's default is 0; None means "never close" (the worst case, so it warns too).
+        if conf.get("CONN_MAX_AGE", 0) != 0 and not conf.get("OPTIONS", {}).get("pool"):
             messages.append(
                 checks.Warning(
                     f"DATABASES[{alias!r}] sets CONN_MAX_AGE={conf['CONN_MAX_AGE']}; under ASGI "

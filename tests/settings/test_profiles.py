@@ -109,9 +109,14 @@ def test_more_than_one_process_refuses_the_in_memory_layer(settings):
     assert checks.check_layer_for_processes() == []
 
 
-def test_persistent_connections_warn(settings):
-    settings.DATABASES = {**settings.DATABASES, "default": {**settings.DATABASES["default"], "CONN_MAX_AGE": 60}}
-    assert [m.id for m in checks.check_persistent_connections()] == ["artifacts.W102"]
+@pytest.mark.parametrize(("age", "warned"), [(60, True), (None, True), (0, False)])
+def test_persistent_connections_warn(settings, age, warned):
+    # None is Django's "unlimited persistent connections": the check must not take it for "unset".
+    default = {**settings.DATABASES["default"], "CONN_MAX_AGE": age}
+    default["OPTIONS"] = {k: v for k, v in default.get("OPTIONS", {}).items() if k != "pool"}
+    settings.DATABASES = {**settings.DATABASES, "default": default}
+    expected = ["artifacts.W102"] if warned else []
+    assert [m.id for m in checks.check_persistent_connections()] == expected
 
 
 def test_redirect_url_is_none_on_local_storage(db, settings):
