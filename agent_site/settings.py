@@ -193,11 +193,16 @@ REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
     if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://.")
+    REDIS_SOCKET_TIMEOUT = 15  # seconds; channels_redis blocks 5 s per BZPOPMIN
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
             "CONFIG": {
-                "hosts": [REDIS_URL],
+                # redis-py 8 reads with a 5 s socket timeout by default, the same 5 s that
+                # channels_redis blocks in BZPOPMIN: receive() then fails every ~5 s with "Timeout
+                # reading from …" (channels_redis#422). Longer than the block, so a read only times
+                # out when Redis is really gone.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}],
                 "prefix": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts"),
                 # Events: each process holds ONE layer channel (artifacts_app.fanout) receiving one
                 # message per transaction, so capacity is batches waiting for a whole process — a

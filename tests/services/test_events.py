@@ -185,3 +185,22 @@ async def test_one_layer_message_per_transaction_survives_msgpack(freeform):
         assert event == stored
     finally:
         await layer.group_discard(events.agent_group(freeform.pk), channel)
+
+
+@pytest.mark.scale
+async def test_a_receive_waits_past_the_redis_clients_read_timeout():
+    """redis-py 8 reads with a 5 s socket timeout by default, as long as channels_redis's BZPOPMIN
+    blocks: an idle receive() failed with "Timeout reading from …" (channels_redis#422). The
+    settings give the layer a longer socket timeout; a message 7 s later still arrives."""
+    layer = events.new_layer()
+    channel = await layer.new_channel("test.")
+    waiting = asyncio.ensure_future(layer.receive(channel))
+    try:
+        await asyncio.sleep(7)
+        assert not waiting.done(), waiting.exception() if waiting.done() else None
+        await layer.send(channel, {"type": "late", "n": 1})
+        message = await asyncio.wait_for(waiting, 5)
+        assert message == {"type": "late", "n": 1}
+    finally:
+        waiting.cancel()
+        await layer.close_pools()
