@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import socket
@@ -20,6 +21,21 @@ TEST_AGENTS = {
     "reviewer": "agent_site.agents.reviewer",
     "strict": "tests.agents.strict",
 }
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_worker_connections(django_db_setup, django_db_blocker):
+    """Connections opened on threads the tests do not own — asgiref's one thread for sync code
+    called from async code without a request (channels' ``database_sync_to_async``) — stay open
+    after the tests; PostgreSQL then refuses to drop the test database ("being accessed by other
+    users"). Close them in their own thread before the database is dropped."""
+    yield
+    from asgiref.sync import SyncToAsync
+    from django.db import connections
+
+    with django_db_blocker.unblock():
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=30)
+    gc.collect()  # connections of threads that ended but are still referenced from a cycle
 
 
 @pytest.fixture(autouse=True)
