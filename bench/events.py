@@ -1,9 +1,11 @@
 """Live events: tag → event latency and delivered messages/s, beside two baselines in the same run.
 
     .venv/bin/python bench/events.py [--clients 1,100,500] [--burst 1000] [--rate 1000] [--redis]
+                                     [--client-procs 1]
 
 For each number of subscribers (all on one session), four servers are measured with the same client
-harness (real sockets, the `websockets` client, one process):
+harness (real sockets, the `websockets` client; in one process, or split over --client-procs
+processes, since one client process saturates before the servers do at 500 subscribers):
   bare   a bare `websockets` server broadcasting the same JSON messages (websockets.broadcast);
   plain  daphne with the plain Channels pattern: every socket its own layer channel in one group, one
          group_send per event (in-memory layer, channels' default capacity 100);
@@ -105,37 +107,37 @@ class Server:
         self.name, self.ws_url, self.emit = name, ws_url, emit
 
 
-async def measure(server: Server, clients: int, n: int, rate: float, headers: dict) -> dict:
+async def receive_on(
+    ws_url: str, headers: dict, clients: int, expected: int, go
+) -> tuple[int, list[float], float, float]:
+    """Connect ``clients`` sockets, await ``go()`` (which starts the events), then read until
+    ``expected`` deliveries in all or 60 s; answers (received, latencies s, started, last) in
+    ``time.time()`` seconds, so that figures of several client processes can be merged."""
     from websockets.asyncio.client import connect
 
-    received = [0] * clients
     latencies: list[float] = []
     last = [0.0]
-    done = asyncio.Event()
-    expected = n * clients
     total = [0]
+    done = asyncio.Event()
 
-    async def client(idx: int, ws) -> None:
+    async def client(ws) -> None:
         async for raw in ws:
             now = time.time()
-            msg = json.loads(raw)
-            latencies.append(now - msg["record"]["data"]["t"])
-            received[idx] += 1
+            latencies.append(now - json.loads(raw)["record"]["data"]["t"])
             total[0] += 1
-            last[0] = time.perf_counter()
+            last[0] = now
             if total[0] >= expected:
                 done.set()
 
     sockets = []
     for i in range(clients):
-        sockets.append(await connect(server.ws_url, additional_headers=headers, max_queue=None))
+        sockets.append(await connect(ws_url, additional_headers=headers, max_queue=None))
         if i % 50 == 49:
             await asyncio.sleep(0.05)
-    tasks = [asyncio.create_task(client(i, ws)) for i, ws in enumerate(sockets)]
+    tasks = [asyncio.create_task(client(ws)) for ws in sockets]
     await asyncio.sleep(0.3)
-    started = time.perf_counter()
-    await server.emit(n, rate)
-    emitted = time.perf_counter() - started
+    started = time.time()
+    await go()
     try:
         await asyncio.wait_for(done.wait(), 60)
     except TimeoutError:
@@ -144,22 +146,83 @@ async def measure(server: Server, clients: int, n: int, rate: float, headers: di
     for t in tasks:
         t.cancel()
     await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
-    elapsed = (last[0] or time.perf_counter()) - started
-    latencies.sort()
+    return total[0], latencies, started, last[0] or time.time()
 
-    def pct(p: float) -> float:
-        return latencies[min(len(latencies) - 1, int(p * len(latencies)))] * 1000 if latencies else 0
 
+def client_child(spec: str) -> None:
+    """--client-child: one of several client processes; waits for "go" on stdin, prints JSON."""
+    conf = json.loads(spec)
+
+    async def go() -> None:
+        print("ready", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+
+    received, latencies, started, last = asyncio.run(
+        receive_on(conf["url"], conf["headers"], conf["clients"], conf["expected"], go)
+    )
+    step = max(1, len(latencies) // 50_000)  # a uniform sample is enough for percentiles
+    print(json.dumps({"received": received, "latencies": latencies[::step], "last": last}), flush=True)
+
+
+def pct(latencies: list[float], p: float) -> float:
+    ordered = sorted(latencies)
+    return ordered[min(len(ordered) - 1, int(p * len(ordered)))] * 1000 if ordered else 0
+
+
+async def measure(
+    server: Server, clients: int, n: int, rate: float, headers: dict, procs: int = 1
+) -> dict:
+    expected = n * clients
+    emitted = [0.0]
+
+    async def emit() -> None:
+        started = time.perf_counter()
+        await server.emit(n, rate)
+        emitted[0] = time.perf_counter() - started
+
+    if procs <= 1 or clients < procs:
+        received, latencies, started, last = await receive_on(
+            server.ws_url, headers, clients, expected, emit
+        )
+    else:
+        shares = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
+        children = [
+            subprocess.Popen(
+                [PY, __file__, "--client-child", json.dumps(
+                    {"url": server.ws_url, "headers": headers, "clients": share, "expected": n * share}
+                )],
+                cwd=ROOT / "bench", stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            )
+            for share in shares
+        ]
+        loop = asyncio.get_running_loop()
+        for child in children:
+            line = await loop.run_in_executor(None, child.stdout.readline)
+            if line.strip() != "ready":
+                raise SystemExit(f"a client process did not connect: {line!r}")
+        started = time.time()
+        for child in children:
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        await emit()
+        outs = await asyncio.gather(
+            *(loop.run_in_executor(None, child.communicate) for child in children)
+        )
+        results = [json.loads(out.strip().splitlines()[-1]) for out, _ in outs]
+        received = sum(r["received"] for r in results)
+        latencies = [x for r in results for x in r["latencies"]]
+        last = max(r["last"] for r in results)
+    elapsed = last - started
     return {
         "server": server.name,
         "clients": clients,
         "events": n,
-        "emit_s": emitted,
-        "delivered": total[0],
-        "lost": expected - total[0],
-        "per_s": total[0] / elapsed if elapsed > 0 else 0,
-        "p50": pct(0.5),
-        "p99": pct(0.99),
+        "emit_s": emitted[0],
+        "delivered": received,
+        "lost": expected - received,
+        "per_s": received / elapsed if elapsed > 0 else 0,
+        "p50": pct(latencies, 0.5),
+        "p99": pct(latencies, 0.99),
     }
 
 
@@ -172,10 +235,18 @@ def main() -> None:
     )
     parser.add_argument("--paced-s", type=float, default=3, help="paced phase length, seconds")
     parser.add_argument("--redis", action="store_true")
+    parser.add_argument(
+        "--client-procs", type=int, default=1,
+        help="client processes the subscribers are split over (one process saturates near 500)",
+    )
     parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--client-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_bare:
         asyncio.run(serve_bare(args.serve_bare))
+        return
+    if args.client_child:
+        client_child(args.client_child)
         return
 
     os.environ.pop("REDIS_URL", None)
@@ -258,10 +329,10 @@ def main() -> None:
     try:
         for clients in [int(c) for c in args.clients.split(",")]:
             for server in servers:
-                burst = asyncio.run(measure(server, clients, args.burst, 0, headers))
+                burst = asyncio.run(measure(server, clients, args.burst, 0, headers, args.client_procs))
                 per_s = args.rate / clients  # events/s, so that deliveries/s is --rate
                 count = max(3, int(per_s * args.paced_s))
-                pacedr = asyncio.run(measure(server, clients, count, per_s, headers))
+                pacedr = asyncio.run(measure(server, clients, count, per_s, headers, args.client_procs))
                 rows.append((burst, pacedr))
                 print(
                     f"{clients:>4} {server.name:<16} burst {burst['per_s']:>9,.0f} deliveries/s "
