@@ -1,13 +1,13 @@
 """ASGI entry point: HTTP and websockets on the same daphne."""
 
+import collections
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 import django
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler
-from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
 try:
@@ -16,26 +16,28 @@ except ImproperlyConfigured as exc:
     # The server stops at start with the settings' sentence, not a traceback.
     raise SystemExit(f"agent_site.asgi: the settings are not usable: {exc}") from None
 
-HTTP_THREADS = 8  # sync requests served at once by one process
-
 
 class SyncChainASGIHandler(ASGIHandler):
-    """Django's ASGI handler, with the middleware chain and the view run as one sync call on a
-    pool of long-lived threads.
+    """Django's ASGI handler, with the middleware chain and the view run as one sync call, on
+    request threads that are reused instead of started and joined per request.
 
     Every view here is sync (DRF, admin, playground; content streams an async generator from a sync
-    view), and so is every middleware. The stock handler (Django 5.2) costs two things per request
-    that this one does not: its middleware runs in async mode, crossing to a worker thread and back
-    for each ``process_request`` and ``process_response`` (~30 crossings for our nine); and each
-    request gets a ``ThreadSensitiveContext``, i.e. a new thread, started and joined per request.
-    Here the chain and the view are one call on a pool of ``HTTP_THREADS`` long-lived threads (at
-    most that many sync requests at once per process; the others wait on the event loop). Database
-    connections belong to the thread that uses them, so ``close_old_connections`` runs in that
-    thread before and after the request (CONN_MAX_AGE = 0 closes them, DESIGN.md §10). Figures:
-    docs/benchmarks.md, "REST over daphne".
+    view), and so is every middleware. The stock handler (Django 5.2) runs ``MiddlewareMixin``
+    middleware in async mode, crossing to the request's thread and back for each
+    ``process_request`` and ``process_response`` (~30 crossings for our nine), and gives each
+    request a ``ThreadSensitiveContext`` whose thread is started and joined per request. Here the
+    chain is loaded in sync mode and entered with one ``sync_to_async``, and each request's
+    ``ThreadSensitiveContext`` gets a single-thread executor from a free list (asgiref ≥ 3.13):
+    everything sync of one request — signals (``close_old_connections``), the chain, the view,
+    ``response.close`` — runs on that request's one thread, as with the stock handler. No cap on
+    concurrent requests: the list grows to the peak and its threads wait for reuse. An executor
+    goes back on the list only once its thread is idle (a view outlives its request when the client
+    disconnects). Figures: docs/benchmarks.md, "REST over daphne".
     """
 
-    executor = ThreadPoolExecutor(max_workers=HTTP_THREADS, thread_name_prefix="http")
+    def __init__(self) -> None:
+        super().__init__()
+        self._idle: collections.deque[ThreadPoolExecutor] = collections.deque()
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -43,19 +45,19 @@ class SyncChainASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        await self.handle(scope, receive, send)
+        try:
+            executor = self._idle.pop()
+        except IndexError:
+            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http")
+        try:
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            # Queued behind whatever the thread still runs: back on the list once it is idle.
+            executor.submit(self._idle.append, executor)
 
     async def get_response_async(self, request):
-        return await sync_to_async(
-            self._get_response_in_thread, thread_sensitive=False, executor=self.executor
-        )(request)
-
-    def _get_response_in_thread(self, request):
-        close_old_connections()  # this thread's connection: reused, or replaced when obsolete
-        try:
-            return self.get_response(request)
-        finally:
-            close_old_connections()
+        return await sync_to_async(self.get_response, thread_sensitive=True)(request)
 
 
 django_asgi_app = SyncChainASGIHandler()
