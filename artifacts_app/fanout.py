@@ -200,7 +200,12 @@ class Hub:
                 message = None
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    # A cancellation the Redis client turned into its own error (redis-py 8 does):
+                    # retrying here would swallow it, and the loop could never close.
+                    raise asyncio.CancelledError from exc
                 log.exception("receiving from the channel layer failed; retrying")
                 await asyncio.sleep(1)
                 continue
