@@ -1,4 +1,4 @@
-"""Against real daphne processes with a real websocket client (artifacts_app.client.subscribe)."""
+"""Against real daphne processes with a real websocket client (agent_artifacts_client.subscribe, the client kit)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import uuid
 
 import httpx
 import pytest
+from agent_artifacts_client import StreamRefused, subscribe
 from channels.db import database_sync_to_async
 
 from artifacts_app import services
-from artifacts_app.client import StreamRefused, subscribe
 from tests.consumers.live import daphne
 from tests.servers import DaphneServer
 

@@ -1,4 +1,4 @@
-"""ArtifactsClient and AsyncArtifactsClient against a live daphne process."""
+"""ArtifactsClient and AsyncArtifactsClient against a live daphne of the server."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import os
 import uuid
 
 import pytest
-
-from artifacts_app.client import ArtifactsClient, AsyncArtifactsClient, ClientError
-from tests.client.conftest import DroppingProxy, Served
+from agent_artifacts_client import ArtifactsClient, AsyncArtifactsClient, ClientError
+from conftest import Served
+from proxies import DroppingProxy
 
 
 def unique(prefix: str) -> str:
@@ -194,3 +194,57 @@ async def test_async_twin_streams_a_big_file(served, tmp_path):
         with open(source, "rb") as handle:
             again = await c.tag(kind="report", key=unique("afile"), data="f", contents=handle)
         assert again.content.size == len(blob)
+
+
+def test_freeform_agent_takes_any_kind_and_defaults_to_artifact(served):
+    with ArtifactsClient(served.base, served.notes_key, "notes") as notes:
+        assert notes.kinds()["kinds"] == [] and notes.kinds()["agentTool"] is False
+        record = notes.tag(data={"any": ["json", 1]})
+        assert record.kind == "artifact" and record.data == {"any": ["json", 1]}
+        assert notes.tag(kind="whatever.v2", data=3).kind == "whatever.v2"
+        with pytest.raises(ClientError) as err:
+            notes.tool()
+        assert err.value.status == 404
+
+
+def test_a_key_of_one_agent_is_refused_on_another(served):
+    with ArtifactsClient(served.base, served.notes_key, "reviewer") as c, pytest.raises(ClientError) as err:
+        c.list().__next__()
+    assert err.value.status == 403
+
+
+def test_a_user_sees_only_the_sessions_it_owns_and_staff_may_delete(served, client):
+    mine = client.create_session(id=unique("uma"), owner="uma")["id"]
+    other = client.create_session(id=unique("other"))["id"]
+    seen = client.tag(kind="report", data="for uma", session_id=mine)
+    hidden = client.tag(kind="report", data="not for uma", session_id=other)
+    with ArtifactsClient(served.base, served.user_token, "reviewer") as uma:
+        assert uma.get(seen.id) == seen
+        assert [r.id for r in uma.list(session_id=mine)] == [seen.id]
+        assert {s["id"] for s in uma.sessions()} >= {mine} and other not in {s["id"] for s in uma.sessions()}
+        with pytest.raises(ClientError) as err:
+            uma.get(hidden.id)  # hidden and missing look the same
+        assert err.value.status == 404
+        with pytest.raises(ClientError) as err:
+            uma.delete(seen.id)
+        assert err.value.status == 403
+    with ArtifactsClient(served.base, served.staff_token, "reviewer") as stan:
+        assert stan.get(hidden.id) == hidden
+        stan.delete(hidden.id)
+    with pytest.raises(ClientError) as err:
+        client.get(hidden.id)
+    assert err.value.status == 404
+
+
+def test_data_past_the_limit_is_a_413_that_says_which_limit(client):
+    with pytest.raises(ClientError) as err:
+        client.tag(kind="report", data="x" * (1024 * 1024 + 1))
+    assert (err.value.status, err.value.code) == (413, "data_too_large")
+    assert "ARTIFACTS_MAX_DATA_BYTES" in err.value.message and err.value.details["limit"] == 1048576
+
+
+def test_schema_refusal_carries_the_validator_details(client):
+    with pytest.raises(ClientError) as err:
+        client.tag(kind="reviewed-pr", data={"verdict": "approve"})
+    assert err.value.status == 400 and err.value.code == "schema_invalid"
+    assert any(d["loc"] == ["url"] for d in err.value.details), err.value.details

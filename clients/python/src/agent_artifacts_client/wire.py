@@ -1,0 +1,268 @@
+"""The wire format, once, for both clients: what each call sends and how its answer is read.
+
+Every API call is written here as an *operation*: a generator that yields the ``Request`` it needs
+sent and receives the ``httpx.Response`` back, then returns the call's result (or raises
+``ClientError``). It does no I/O. ``ArtifactsClient`` drives operations with a blocking
+``httpx.Client`` and ``AsyncArtifactsClient`` with an ``httpx.AsyncClient``; both drivers use the
+same retry policy (``Wire.retry_delay``). So a route, a field name, a status rule or a retry rule
+is written in one place and the two clients cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, TypeVar
+from urllib.parse import quote
+
+import httpx
+
+from agent_artifacts_client.errors import ClientError, connection_error, from_response
+from agent_artifacts_client.records import ArtifactRecord, record_from_json
+from agent_artifacts_client.tools import ToolResult, is_model_error, tool_call_key
+
+T = TypeVar("T")
+Op = Generator["Request", httpx.Response, T]
+
+INLINE_LIMIT = 4 * 1024 * 1024  # bigger bytes (and any file) go multipart, streamed
+CHUNK = 256 * 1024
+RETRY_STATUSES = frozenset({502, 503, 504})
+
+Contents = str | bytes | bytearray | IO[bytes] | os.PathLike[str] | None
+
+
+@dataclass
+class Request:
+    """One HTTP request, and whether repeating it is safe (it cannot make a second record)."""
+
+    method: str
+    url: str
+    retry: bool
+    params: dict[str, Any] | None = None
+    json: Any = None
+    files: dict[str, Any] | None = None
+    stream: bool = False
+    rewind: Any = None  # a file to seek back to its start before a retry
+    opened: list[IO[bytes]] = field(default_factory=list)  # files this request opened itself
+
+    def build(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        if self.rewind is not None and hasattr(self.rewind, "seek"):
+            self.rewind.seek(0)
+        kwargs: dict[str, Any] = {"params": self.params}
+        if self.files is not None:
+            kwargs["files"] = self.files
+        elif self.json is not None:
+            kwargs["json"] = self.json
+        return http.build_request(self.method, self.url, **kwargs)
+
+    def close(self) -> None:
+        for handle in self.opened:
+            handle.close()
+
+
+def ok(response: httpx.Response) -> Any:
+    """The JSON of a successful answer (None when empty); a refusal raises ``ClientError``."""
+    if not response.is_success:
+        raise from_response(response)
+    return response.json() if response.content else None
+
+
+def tag_body(
+    *,
+    data: Any,
+    kind: str | None,
+    key: str | None,
+    title: str | None,
+    session_id: str | None,
+    turn_id: str | None,
+    source: str | None,
+    content_type: str | None,
+) -> dict[str, Any]:
+    """The JSON of a tag, without contents; fields left as None are left out (``data`` never)."""
+    body = {
+        "kind": kind,
+        "key": key,
+        "title": title,
+        "data": data,
+        "sessionId": session_id,
+        "turnId": turn_id,
+        "source": source,
+        "contentType": content_type,
+    }
+    return {name: value for name, value in body.items() if value is not None or name == "data"}
+
+
+def _filters(**filters: Any) -> dict[str, Any]:
+    names = {"session_id": "sessionId", "turn_id": "turnId"}
+    return {names.get(k, k): v for k, v in filters.items() if v is not None}
+
+
+class Wire:
+    """The routes of one agent (API.md "HTTP routes") as operations."""
+
+    def __init__(
+        self, base_url: str, token: str, agent: str, *, retries: int = 3, backoff: float = 0.2
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.token = token
+        self.agent = agent
+        self.retries = retries
+        self.backoff = backoff
+        self.prefix = f"{self.base_url}/{quote(agent, safe='')}/v1/"
+
+    # -- transport policy, shared by both drivers ------------------------------------------------
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", "Accept": "application/json"}
+
+    def url(self, path: str) -> str:
+        return self.prefix + path
+
+    def retry_delay(
+        self,
+        request: Request,
+        attempt: int,
+        *,
+        response: httpx.Response | None = None,
+        error: httpx.TransportError | None = None,
+    ) -> float | None:
+        """Seconds to wait before sending ``request`` again, or None to take this answer.
+        A transport failure that is not to be retried raises ``ClientError("connection_error")``."""
+        if error is not None:
+            # A refused connection never reached the server: repeating it is always safe.
+            safe = request.retry or isinstance(error, httpx.ConnectError)
+            if not safe or attempt > self.retries:
+                raise connection_error(error, attempt, safe) from error
+        elif not (
+            request.retry
+            and response is not None
+            and response.status_code in RETRY_STATUSES
+            and attempt <= self.retries
+        ):
+            return None
+        return self.backoff * 2 ** (attempt - 1)
+
+    def events_url(self, session_id: str | None) -> str:
+        prefix = self.prefix
+        ws = "wss" + prefix[5:] if prefix.startswith("https") else "ws" + prefix[4:]
+        return ws + (f"sessions/{quote(session_id, safe='')}/events" if session_id else "events")
+
+    # -- operations ------------------------------------------------------------------------------
+
+    def call(self, method: str, path: str, *, retry: bool, **kwargs: Any) -> Op[Any]:
+        return ok((yield Request(method, self.url(path), retry, **kwargs)))
+
+    def tag(
+        self,
+        *,
+        data: Any,
+        kind: str | None = None,
+        key: str | None = None,
+        title: str | None = None,
+        session_id: str | None = None,
+        turn_id: str | None = None,
+        source: str | None = None,
+        contents: Contents = None,
+        content_type: str | None = None,
+    ) -> Op[ArtifactRecord]:
+        body = tag_body(
+            data=data, kind=kind, key=key, title=title, session_id=session_id, turn_id=turn_id,
+            source=source, content_type=content_type,
+        )  # fmt: skip
+        # A key is the upsert handle: repeating a keyed tag replaces, never duplicates.
+        request = Request("POST", self.url("artifacts"), retry=key is not None)
+        if contents is None:
+            request.json = body
+        elif isinstance(contents, str):
+            request.json = {**body, "contents": contents}
+        elif isinstance(contents, (bytes, bytearray)) and len(contents) <= INLINE_LIMIT:
+            request.json = {**body, "contentsBase64": base64.b64encode(contents).decode("ascii")}
+        else:
+            if isinstance(contents, os.PathLike):
+                handle: Any = Path(contents).open("rb")
+                request.opened.append(handle)
+            elif isinstance(contents, (bytes, bytearray)):
+                handle = bytes(contents)
+            else:  # a binary file: streamed; retried only when it can be read again
+                handle = contents
+                request.retry = request.retry and getattr(contents, "seekable", lambda: False)()
+            request.rewind = handle
+            request.files = {
+                "record": (None, json.dumps(body), "application/json"),
+                "contents": ("contents", handle, content_type or "application/octet-stream"),
+            }
+        try:
+            return record_from_json(ok((yield request)))
+        finally:
+            request.close()
+
+    def page(self, url: str, params: dict[str, Any] | None) -> Op[tuple[list[Any], str | None]]:
+        """One page of a list route: its rows and the absolute URL of the next page (or None)."""
+        body = ok((yield Request("GET", url, retry=True, params=params)))
+        return body["results"], body["next"]
+
+    def artifacts_query(
+        self,
+        *,
+        kind: str | None = None,
+        session_id: str | None = None,
+        source: str | None = None,
+        key: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> tuple[str, dict[str, Any]]:
+        return self.url("artifacts"), _filters(
+            kind=kind, session_id=session_id, source=source, key=key, limit=limit, cursor=cursor
+        )
+
+    def sessions_query(self, *, limit: int | None = None) -> tuple[str, dict[str, Any]]:
+        return self.url("sessions"), _filters(limit=limit)
+
+    def get(self, artifact_id: str) -> Op[ArtifactRecord]:
+        return record_from_json((yield from self._artifact("GET", artifact_id)))
+
+    def delete(self, artifact_id: str) -> Op[None]:
+        yield from self._artifact("DELETE", artifact_id, retry=False)
+
+    def _artifact(self, method: str, artifact_id: str, *, retry: bool = True) -> Op[Any]:
+        return (yield from self.call(method, f"artifacts/{quote(artifact_id, safe='')}", retry=retry))
+
+    def content_request(self, artifact_id: str) -> Request:
+        """The streamed download of a record's content (the driver reads it in chunks)."""
+        path = f"artifacts/{quote(artifact_id, safe='')}/content"
+        return Request("GET", self.url(path), retry=True, stream=True)
+
+    def session(self, session_id: str) -> Op[dict[str, Any]]:
+        return (yield from self.call("GET", f"sessions/{quote(session_id, safe='')}", retry=True))
+
+    def create_session(self, *, id: str | None = None, owner: str | None = None) -> Op[dict[str, Any]]:  # noqa: A002
+        body = {k: v for k, v in {"id": id, "owner": owner}.items() if v is not None}
+        # Not retried on a dropped answer: a second try could make a second (generated) session.
+        return (yield from self.call("POST", "sessions", retry=False, json=body))
+
+    def kinds(self) -> Op[dict[str, Any]]:
+        return (yield from self.call("GET", "artifacts/kinds", retry=True))
+
+    def tool(self, format: str = "anthropic") -> Op[dict[str, Any]]:  # noqa: A002
+        return (yield from self.call("GET", "tools/tag_artifact", retry=True, params={"format": format}))
+
+    def run_tool(
+        self, input: Any, *, session_id: str | None = None, turn_id: str | None = None  # noqa: A002
+    ) -> Op[ToolResult]:
+        body: dict[str, Any] = {"input": input}
+        body.update(_filters(session_id=session_id, turn_id=turn_id))
+        retry = tool_call_key(input) is not None
+        response = yield Request("POST", self.url("tools/tag_artifact"), retry, json=body)
+        if response.is_success:
+            return ToolResult.tagged(record_from_json(response.json()), response.status_code == 201)
+        error = from_response(response)
+        if is_model_error(response.status_code, error.details):
+            return ToolResult.refused(error.code, error.message, error.details)
+        raise error
+
+
+__all__ = ["CHUNK", "ClientError", "Op", "Request", "Wire", "ok", "tag_body"]
