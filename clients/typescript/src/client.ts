@@ -364,7 +364,7 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
 
   /** The agent's event stream, or a session's: an async iterator with replay (`after`) and
    * reconnection (see `subscribe`). */
-  subscribe(options: SubscribeOptions & { sessionId?: string } = {}): AsyncGenerator<ArtifactEvent, never, undefined> {
+  subscribe(options: SubscribeOptions & { sessionId?: string } = {}): AsyncGenerator<ArtifactEvent, void, undefined> {
     const ws = this.prefix.replace(/^http/, "ws");
     const path = options.sessionId ? `sessions/${encodeURIComponent(options.sessionId)}/events` : "events";
     return subscribe(ws + path, this.key, options);
@@ -432,7 +432,7 @@ export class SessionArtifacts<S extends ArtifactsSpec = ArtifactsSpec> {
     return this.client.runTool(input, { sessionId: this.sessionId, turnId: options.turnId ?? this.turnId });
   }
 
-  subscribe(options: SubscribeOptions = {}): AsyncGenerator<ArtifactEvent, never, undefined> {
+  subscribe(options: SubscribeOptions = {}): AsyncGenerator<ArtifactEvent, void, undefined> {
     return this.client.subscribe({ ...options, sessionId: this.sessionId });
   }
 }

@@ -14,6 +14,8 @@ export interface SubscribeOptions {
   after?: number;
   /** The longest wait between reconnection attempts (default 5000 ms). */
   maxBackoffMs?: number;
+  /** Aborting it closes the stream: the iterator then ends, even while a `next()` is waiting. */
+  signal?: AbortSignal;
 }
 
 function withAfter(url: string, after: number | undefined): string {
@@ -28,7 +30,8 @@ function withAfter(url: string, after: number | undefined): string {
  * that never ends by itself: it remembers the last `seq` it yielded, and when the connection drops
  * (network, server restart, 4429 for reading too slowly) it reconnects with `?after=<that seq>`, so
  * nothing is missed or repeated. A refusal (4400, 4401, 4403, 4404) throws `ArtifactsError` with
- * the close code as `status`. `break` out of the loop (or call `return()`) to close it.
+ * the close code as `status`. `break` out of the loop, or abort `signal` (which also ends a
+ * `next()` that is waiting for an event), to close it.
  *
  * Node 20 has no WebSocket of its own, and a platform WebSocket cannot send an `Authorization`
  * header in any case (API.md never takes a token in the URL): this uses the `ws` package.
@@ -37,11 +40,12 @@ export async function* subscribe(
   url: string,
   token: string | null,
   options: SubscribeOptions = {},
-): AsyncGenerator<ArtifactEvent, never, undefined> {
+): AsyncGenerator<ArtifactEvent, void, undefined> {
   let after = options.after;
+  const signal = options.signal;
   const maxBackoff = options.maxBackoffMs ?? 5000;
   let backoff = 100;
-  for (;;) {
+  while (!signal?.aborted) {
     const socket = new WebSocket(withAfter(url, after), {
       headers: token ? { Authorization: `Bearer ${token}` } : {},
       maxPayload: 2 ** 24,
@@ -66,6 +70,11 @@ export async function* subscribe(
     socket.on("error", () => {
       /* a "close" follows every error: decided there */
     });
+    const abort = () => {
+      socket.terminate();
+      notify();
+    };
+    signal?.addEventListener("abort", abort, { once: true });
     try {
       for (;;) {
         const message = queue.shift();
@@ -79,20 +88,30 @@ export async function* subscribe(
           yield message;
           continue;
         }
-        if (closed) break;
+        if (closed || signal?.aborted) break;
         await new Promise<void>((resolve) => (wake = resolve));
       }
     } finally {
+      signal?.removeEventListener("abort", abort);
       if (!closed) socket.terminate();
     }
-    const { code, reason } = closed as { code: number; reason: string };
+    if (signal?.aborted) return;
+    const { code, reason } = closed as unknown as { code: number; reason: string };
     if (code in FINAL) {
       throw new ArtifactsError(FINAL[code]!, reason || `The stream was refused (${code}).`, {
         status: code,
         details: { closeCode: code },
       });
     }
-    await new Promise((resolve) => setTimeout(resolve, code === LAGGING ? 0 : backoff));
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, code === LAGGING ? 0 : backoff);
+      function done() {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        resolve();
+      }
+      signal?.addEventListener("abort", done, { once: true });
+    });
     backoff = Math.min(backoff * 2, maxBackoff);
   }
 }

@@ -55,18 +55,18 @@ async function refusal(promise: Promise<unknown>): Promise<ArtifactsError> {
 }
 
 /** The stream's artifact.tagged events for `keys`, in arrival order, until all have come. */
-async function tagged(stream: AsyncGenerator<ArtifactEvent>, keys: string[], ms = 15_000): Promise<ArtifactEvent[]> {
+async function tagged(stream: AsyncGenerator<ArtifactEvent, void>, keys: string[], ms = 15_000): Promise<ArtifactEvent[]> {
   const want = new Set(keys);
   const seen: ArtifactEvent[] = [];
-  const timer = setTimeout(() => stream.return(undefined as never), ms);
-  try {
-    while (seen.length < want.size) {
-      const { value, done } = await stream.next();
-      if (done) assert.fail(`the stream ended before ${[...want].join(", ")} came (${seen.length} seen)`);
-      if (value.type === "artifact.tagged" && want.has(value.record?.key as string)) seen.push(value);
-    }
-  } finally {
-    clearTimeout(timer);
+  const deadline = Date.now() + ms;
+  while (seen.length < want.size) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, fail) => {
+      timer = setTimeout(() => fail(new Error(`${seen.length} of ${want.size} events within ${ms} ms`)), deadline - Date.now());
+    });
+    const { value, done } = await Promise.race([stream.next(), late]).finally(() => clearTimeout(timer));
+    if (done) assert.fail(`the stream ended before ${[...want].join(", ")} came (${seen.length} seen)`);
+    if (value.type === "artifact.tagged" && want.has(value.record?.key as string)) seen.push(value);
   }
   return seen;
 }
@@ -330,7 +330,7 @@ describe("subscribe", () => {
     const later = [unique("after"), unique("after"), unique("after")];
     for (const key of later) await client.tag({ kind: "report", key, data: "a", sessionId });
     const live = await tagged(stream, later);
-    await stream.return(undefined as never);
+    await stream.return();
     const events = [...replayed, ...live];
     assert.deepEqual(events.map((e) => e.record?.key), [...before, ...later]);
     const seqs = events.map((e) => e.seq!);
@@ -352,13 +352,21 @@ describe("subscribe", () => {
       const during = [unique("during"), unique("during"), unique("during")];
       for (const key of during) await client.tag({ kind: "report", key, data: 2, sessionId });
       const rest = await tagged(stream, during);
-      await stream.return(undefined as never);
+      await stream.return();
       assert.ok(proxy.connections >= 2, "it reconnected");
       assert.deepEqual(rest.map((e) => e.record?.key), during);
       assert.deepEqual(rest.map((e) => e.seq), [one!.seq! + 1, one!.seq! + 2, one!.seq! + 3]);
     } finally {
       await proxy.close();
     }
+  });
+
+  test("aborting the signal ends the stream, even while a next() waits", async () => {
+    const controller = new AbortController();
+    const stream = client.subscribe({ signal: controller.signal });
+    const waiting = stream.next();
+    setTimeout(() => controller.abort(), 200);
+    assert.deepEqual(await waiting, { value: undefined, done: true });
   });
 
   test("refused streams throw with the close code: 4401 bad credentials, 4403 not allowed", async () => {
