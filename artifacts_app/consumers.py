@@ -52,7 +52,9 @@ def parse_after(scope: dict[str, Any]) -> int | None:
         return None
     value = values[-1]
     if not value.isdigit() or len(value) > 19:
-        raise ArtifactError("invalid_after", "`after` must be a non-negative integer (an event seq).")
+        raise ArtifactError(
+            "invalid_after", "`after` must be a non-negative integer (an event seq)."
+        )
     return int(value)
 
 

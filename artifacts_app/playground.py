@@ -57,7 +57,9 @@ def playground(request: HttpRequest) -> HttpResponse:
     session = Session.objects.filter(agent_id=agent.pk, sid=sid).first()
     try:
         if session is None:
-            raise ArtifactError("unknown_session", f"There is no session {sid!r} of {agent.slug!r}.")
+            raise ArtifactError(
+                "unknown_session", f"There is no session {sid!r} of {agent.slug!r}."
+            )
         access.can_watch_session(caller, agent, session.owner_id)
     except ArtifactError:
         # Hidden and missing look the same.

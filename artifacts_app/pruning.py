@@ -142,7 +142,9 @@ def artifacts_prune(
         raise ArtifactError("invalid_batch", "The batch size must be at least 1.")
     report = PruneReport(dry_run=dry_run)
     now = timezone.now()
-    agents = [services.agent_get(agent)] if agent is not None else list(Agent.objects.order_by("slug"))
+    agents = (
+        [services.agent_get(agent)] if agent is not None else list(Agent.objects.order_by("slug"))
+    )
     sessions: dict[int, int] = {}
     if session is not None:
         sessions = dict(
@@ -151,7 +153,8 @@ def artifacts_prune(
         if not sessions:
             where = f"agent {agent!r}" if agent is not None else "any agent"
             raise ArtifactError(
-                "unknown_session", f"There is no session {session!r} in {where}; nothing was pruned."
+                "unknown_session",
+                f"There is no session {session!r} in {where}; nothing was pruned.",
             )
     selects = any(v is not None for v in (agent, kind, session, older_than, keep))
     if selects:

@@ -202,7 +202,11 @@ SESSION_FIELDS = ("pk", "sid", "owner__username", "created_at")
 
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
     """A ``.values(*SESSION_FIELDS)`` row in its wire form."""
-    return {"id": row["sid"], "owner": row["owner__username"], "createdAt": iso_ms(row["created_at"])}
+    return {
+        "id": row["sid"],
+        "owner": row["owner__username"],
+        "createdAt": iso_ms(row["created_at"]),
+    }
 
 
 def sessions_page(

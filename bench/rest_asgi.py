@@ -58,7 +58,10 @@ async def bare_asgi(scope, receive, send):
         {
             "type": "http.response.start",
             "status": 200,
-            "headers": [(b"content-type", b"application/octet-stream"), (b"content-length", str(size).encode())],
+            "headers": [
+                (b"content-type", b"application/octet-stream"),
+                (b"content-length", str(size).encode()),
+            ],
         }
     )
     with open(BLOB_PATH, "rb") as fh:
@@ -71,7 +74,13 @@ paced_bare_asgi = BackpressureMiddleware(bare_asgi)
 
 
 async def hello(scope, receive, send):
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
     await send({"type": "http.response.body", "body": b"{}"})
 
 

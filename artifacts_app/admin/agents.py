@@ -43,7 +43,15 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
     list_display = ("slug", "fill", "kind_names", "tool_on", "active_keys", "created_at")
     search_fields = ("=slug",)
     change_form_template = "admin/artifacts_app/agent/change_form.html"
-    fields = ("slug", "module_or_freeform", "fill", "tool_on", "kinds_and_schemas", "keys", "created_at")
+    fields = (
+        "slug",
+        "module_or_freeform",
+        "fill",
+        "tool_on",
+        "kinds_and_schemas",
+        "keys",
+        "created_at",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -108,7 +116,9 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
                 (
                     name,
                     kind.description,
-                    json.dumps(kind.json_schema(), indent=2) if kind.schema is not None else "no schema: any JSON",
+                    json.dumps(kind.json_schema(), indent=2)
+                    if kind.schema is not None
+                    else "no schema: any JSON",
                 )
                 for name, kind in kinds.items()
             ),
@@ -141,9 +151,13 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
             return HttpResponseNotAllowed(["POST"])
         agent = get_object_or_404(Agent, pk=agent_id)
         label = (request.POST.get("label") or "").strip()
-        key, secret = services.agent_key_create(agent=agent, label=label or f"admin: {request.user.get_username()}")
+        key, secret = services.agent_key_create(
+            agent=agent, label=label or f"admin: {request.user.get_username()}"
+        )
         back = reverse("admin:artifacts_app_agent_change", args=[agent.pk])
-        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back)
+        return show_secret_once(
+            request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back
+        )
 
 
 class ActiveFilter(admin.SimpleListFilter):

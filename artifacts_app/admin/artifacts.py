@@ -46,7 +46,10 @@ class AgentFilter(admin.SimpleListFilter):
     parameter_name = "agent"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(slug, slug) for slug in Agent.objects.order_by("slug").values_list("slug", flat=True)[:500]]
+        return [
+            (slug, slug)
+            for slug in Agent.objects.order_by("slug").values_list("slug", flat=True)[:500]
+        ]
 
     def value(self) -> str | None:
         chosen = super().value()
@@ -75,7 +78,10 @@ class KindFilter(admin.SimpleListFilter):
     parameter_name = "kind"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        slug = request.GET.get("agent") or Agent.objects.order_by("slug").values_list("slug", flat=True).first()
+        slug = (
+            request.GET.get("agent")
+            or Agent.objects.order_by("slug").values_list("slug", flat=True).first()
+        )
         agent = Agent.objects.filter(slug=slug).first() if slug else None
         if agent is None:
             return []
@@ -209,10 +215,17 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         url = content_url(obj)
         size = obj.blob.size
         download = format_html(
-            '<a href="{}" download>Download ({} bytes, {})</a>', url, f"{size:,}", obj.content_type or "application/octet-stream"
+            '<a href="{}" download>Download ({} bytes, {})</a>',
+            url,
+            f"{size:,}",
+            obj.content_type or "application/octet-stream",
         )
         if kind in IMAGE_TYPES:
-            return format_html('<img src="{}" alt="" style="max-width:480px;max-height:360px"><br>{}', url, download)
+            return format_html(
+                '<img src="{}" alt="" style="max-width:480px;max-height:360px"><br>{}',
+                url,
+                download,
+            )
         if kind.startswith(TEXT_TYPES) or kind.endswith("+json"):
             try:
                 raw = blobs.blob_read(obj.blob_id, end=PREVIEW_BYTES - 1)

@@ -121,7 +121,9 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
     disposition = "inline" if is_inline_safe(content_type) else "attachment"
     # ARTIFACTS_S3_REDIRECT (docs/operations.md): S3 serves the bytes, Range included, with the
     # record's headers; the URL is signed for GET only, so HEAD is answered here.
-    redirect = blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    redirect = (
+        blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    )
     if redirect is not None:
         response = HttpResponse(status=302)
         response["Location"] = redirect

@@ -46,7 +46,9 @@ def envelope(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": error}
 
 
-def error_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> HttpResponse:
+def error_response(
+    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> HttpResponse:
     response = HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
     for name, value in (headers or {}).items():
         response[name] = value
@@ -97,10 +99,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse |
     elif isinstance(exc, DjangoPermissionDenied):
         status, body = 403, envelope("forbidden", "You may not do this.")
     elif isinstance(exc, RequestDataTooBig):
-        status, body = 413, envelope(
-            "body_too_large",
-            "The request's form fields are larger than the server accepts; "
-            "send the blob as the multipart file part `contents`.",
+        status, body = (
+            413,
+            envelope(
+                "body_too_large",
+                "The request's form fields are larger than the server accepts; "
+                "send the blob as the multipart file part `contents`.",
+            ),
         )
     elif isinstance(exc, TooManyFieldsSent):
         status, body = 400, envelope("too_many_fields", "The form has too many fields.")

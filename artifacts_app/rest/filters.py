@@ -63,7 +63,9 @@ def cleaned(filterset_class: type[django_filters.FilterSet], params: Any) -> dic
         limit = data["limit"]
         if limit != int(limit):
             raise ArtifactError(
-                "invalid_limit", f"`limit` is a whole number from 1 to {MAX_LIMIT}.", {"field": "limit"}
+                "invalid_limit",
+                f"`limit` is a whole number from 1 to {MAX_LIMIT}.",
+                {"field": "limit"},
             )
         data["limit"] = int(limit)
     return data

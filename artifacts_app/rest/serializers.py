@@ -47,14 +47,18 @@ class TagSerializer(serializers.Serializer):
     turnId = serializers.CharField(required=False, allow_null=True, max_length=128)  # noqa: N815
     source = serializers.ChoiceField(choices=["host", "model"], required=False)
     contents = serializers.CharField(
-        required=False, allow_null=True, help_text="Stored as UTF-8. At most one of contents/contentsBase64."
+        required=False,
+        allow_null=True,
+        help_text="Stored as UTF-8. At most one of contents/contentsBase64.",
     )
     contentsBase64 = serializers.CharField(required=False, allow_null=True)  # noqa: N815
     contentType = serializers.CharField(required=False, allow_null=True, max_length=255)  # noqa: N815
 
 
 class TagMultipartSerializer(serializers.Serializer):
-    record = serializers.CharField(help_text="The tag's JSON record (as for a JSON body, without contents).")
+    record = serializers.CharField(
+        help_text="The tag's JSON record (as for a JSON body, without contents)."
+    )
     contents = serializers.FileField(help_text="The blob, streamed to storage.")
 
 

@@ -38,7 +38,10 @@ class ToolView(AgentView):
         parameters=[
             OpenApiParameter("format", str, enum=list(tool.FORMATS), default=tool.DEFAULT_FORMAT),
         ],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The tool definition."), **errors()},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="The tool definition."),
+            **errors(),
+        },
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -52,7 +55,9 @@ class ToolView(AgentView):
         request=inline_serializer(
             "ToolRun",
             {
-                "input": serializers.JSONField(help_text="The tool call's input, as the model sent it."),
+                "input": serializers.JSONField(
+                    help_text="The tool call's input, as the model sent it."
+                ),
                 "sessionId": serializers.CharField(required=False, allow_null=True),
                 "turnId": serializers.CharField(required=False, allow_null=True),
             },

@@ -36,7 +36,18 @@ from artifacts_app.rest.parsers import (
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
 
 TAG_FIELDS = frozenset(
-    {"kind", "key", "title", "data", "sessionId", "turnId", "source", "contents", "contentsBase64", "contentType"}
+    {
+        "kind",
+        "key",
+        "title",
+        "data",
+        "sessionId",
+        "turnId",
+        "source",
+        "contents",
+        "contentsBase64",
+        "contentType",
+    }
 )
 SESSION_FIELDS = frozenset({"id", "owner"})
 
@@ -107,7 +118,9 @@ class SessionsView(AgentView):
         body = _object_body(request.data, SESSION_FIELDS)
         owner = body.get("owner")
         if owner is not None and not isinstance(owner, str):
-            raise ArtifactError("invalid_owner", "`owner` is a username or null.", {"field": "owner"})
+            raise ArtifactError(
+                "invalid_owner", "`owner` is a username or null.", {"field": "owner"}
+            )
         owner = access.require_session_create(caller, agent, owner)
         session = services.session_create(agent=agent, sid=body.get("id"), owner=owner)
         row = selectors.session_values(agent=agent, sid=session.sid)
@@ -148,7 +161,9 @@ def _contents(body: dict[str, Any]) -> bytes | str | None:
     if encoded is not None:
         if not isinstance(encoded, str):
             raise ArtifactError(
-                "invalid_base64", "`contentsBase64` is a base64 string.", {"field": "contentsBase64"}
+                "invalid_base64",
+                "`contentsBase64` is a base64 string.",
+                {"field": "contentsBase64"},
             )
         try:
             return base64.b64decode(encoded, validate=True)
@@ -219,7 +234,10 @@ class ArtifactsView(AgentView):
     @extend_schema(
         operation_id="artifacts_tag",
         summary="Tag an artifact (agent key): 201 created, 200 replaced",
-        request={"application/json": s.TagSerializer, "multipart/form-data": s.TagMultipartSerializer},
+        request={
+            "application/json": s.TagSerializer,
+            "multipart/form-data": s.TagMultipartSerializer,
+        },
         responses={
             201: OpenApiResponse(s.RecordSerializer, description="Created."),
             200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
@@ -242,14 +260,17 @@ class ArtifactsView(AgentView):
         raw = request.data.get("record")
         if raw is None:
             raise ArtifactError(
-                "record_required", "A multipart tag needs a `record` part holding the JSON record.",
+                "record_required",
+                "A multipart tag needs a `record` part holding the JSON record.",
                 {"field": "record"},
             )
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ArtifactError(
-                "malformed_json", f"The `record` part is not valid JSON: {exc}.", {"field": "record"}
+                "malformed_json",
+                f"The `record` part is not valid JSON: {exc}.",
+                {"field": "record"},
             ) from None
         body = _object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
@@ -306,7 +327,9 @@ class ContentView(AgentView):
         operation_id="artifacts_content",
         summary="The record's blob, streamed; honours Range and If-None-Match",
         parameters=[
-            OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"),
+            OpenApiParameter(
+                "Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"
+            ),
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
         ],
         responses={
@@ -322,7 +345,8 @@ class ContentView(AgentView):
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
         if not row["blob_id"]:
             raise NotFoundError(
-                "no_content", f"Artifact {artifact_id!r} has no content; its record is all there is."
+                "no_content",
+                f"Artifact {artifact_id!r} has no content; its record is all there is.",
             )
         return content_response(
             request, sha256=row["blob_id"], size=row["blob__size"], content_type=row["content_type"]

@@ -21,7 +21,9 @@ KEY_DESCRIPTION = (
     "A stable identity for this artifact, such as its URL or path: tagging the same key again "
     "replaces that artifact instead of adding another. null for a one-off output."
 )
-TITLE_DESCRIPTION = "A short title a person will see in a list (at most 512 characters); null for none."
+TITLE_DESCRIPTION = (
+    "A short title a person will see in a list (at most 512 characters); null for none."
+)
 
 
 def description(spec: AgentSpec) -> str:

@@ -25,8 +25,14 @@ SHAPE = '{"artifact": {"kind": ..., "key": ... or null, "title": ... or null, "d
 class ToolInputError(ArtifactError):
     """Input the model got wrong: 400 with a message written for the model (``details.field``)."""
 
-    def __init__(self, message: str, field: str, details: dict[str, Any] | None = None,
-                 code: str = "tool_input_invalid", status: int = 400) -> None:
+    def __init__(
+        self,
+        message: str,
+        field: str,
+        details: dict[str, Any] | None = None,
+        code: str = "tool_input_invalid",
+        status: int = 400,
+    ) -> None:
         super().__init__(code, message, {"field": field, **(details or {})})
         self.status = status
 

@@ -63,7 +63,9 @@ def test_stray_files_without_a_row_are_adopted_and_removed_after_the_grace(db, s
     assert "Would remove 0 blob(s)" in gc("--dry-run")  # younger than the grace
     old = time.time() - 7200
     os.utime(path, (old, old))
-    assert "Would remove 1 blob(s), 29 bytes (1 of them in storage without a row)" in gc("--dry-run")
+    assert "Would remove 1 blob(s), 29 bytes (1 of them in storage without a row)" in gc(
+        "--dry-run"
+    )
     assert os.path.exists(path) and not Blob.objects.exists()
     assert "Removed 1 blob(s)" in gc()
     assert not os.path.exists(path) and not Blob.objects.exists()

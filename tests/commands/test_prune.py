@@ -101,12 +101,16 @@ def test_session_and_kind_narrow_the_selection(stocked):
 
 def test_filters_together_with_keep_and_older_than(stocked):
     # The 12 old records are older than 30d; keep the newest 15 of all 20: 5 may go.
-    assert "Pruned 5 artifact(s)" in run("--agent", "pr-stock", "--older-than", "30d", "--keep", "15")
+    assert "Pruned 5 artifact(s)" in run(
+        "--agent", "pr-stock", "--older-than", "30d", "--keep", "15"
+    )
     assert counts(stocked)[:2] == (15, 15)
 
 
 def test_a_record_retagged_after_selection_is_not_pruned(stocked):
-    old = Artifact.objects.filter(agent=stocked, key="old-5").values_list("updated_at", flat=True)[0]
+    old = Artifact.objects.filter(agent=stocked, key="old-5").values_list("updated_at", flat=True)[
+        0
+    ]
     services.artifact_tag(agent=stocked, kind="note", key="old-5", data={"again": True})
     removed = services.artifacts_delete(
         agent=stocked,

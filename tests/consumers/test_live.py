@@ -102,7 +102,9 @@ async def test_two_daphnes_over_redis(agent, daphnes):
     first = asyncio.ensure_future(stream.__anext__())
     await asyncio.sleep(0.5)
     started = time.monotonic()
-    record_id = await tag_over_http(b, slug, key, key="über", title="ü ✓", data={"n": [1, 2.5, None]})
+    record_id = await tag_over_http(
+        b, slug, key, key="über", title="ü ✓", data={"n": [1, 2.5, None]}
+    )
     event = await asyncio.wait_for(first, 2)
     assert time.monotonic() - started < 2
     assert event["record"]["id"] == record_id
