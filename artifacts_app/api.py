@@ -115,7 +115,7 @@ class Artifacts:
         """
         from artifacts_app import tool
 
-        return tool.tool_definition(spec_for(services.agent_get(self.agent)), format)
+        return tool.tool_definition(spec_for(selectors.agent_get(self.agent)), format)
 
     def run_tool(
         self,

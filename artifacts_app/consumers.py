@@ -1,4 +1,4 @@
-"""The event streams (API.md "Events"): thin — authorise with ``events.stream_open``, join the
+"""The event streams (API.md "Events"): thin — authorise with ``access.stream_open``, join the
 process's fan-out, replay stored events, then forward live ones.
 
 Close codes (the reason says what to do):
@@ -24,7 +24,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from artifacts_app import events, fanout, ws_auth
+from artifacts_app import access, fanout, selectors, ws_auth
 from artifacts_app.errors import ArtifactError, ForbiddenError, NotFoundError, UnauthenticatedError
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
     # that is not configured makes Channels skip the layer for this consumer).
     channel_layer_alias = "artifacts-fanout"
 
-    stream: events.Stream | None = None
+    stream: selectors.Stream | None = None
     writer: asyncio.Task | None = None
     session_sid: str | None = None
 
@@ -83,7 +83,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             return
         try:
             after = parse_after(self.scope)
-            stream = await database_sync_to_async(events.stream_open)(
+            stream = await database_sync_to_async(access.stream_open)(
                 self.scope.get(ws_auth.CALLER), kwargs["slug"], kwargs.get("session_id")
             )
         except ArtifactError as error:
@@ -126,7 +126,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             last = after
             check = True
             while True:
-                page = await database_sync_to_async(events.replay_page)(
+                page = await database_sync_to_async(selectors.replay_page)(
                     self.stream, last, check_retention=check
                 )
                 if check and page.truncated_from is not None:
@@ -145,7 +145,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
                 for payload in page.events:
                     await self.send(text_data=orjson.dumps(payload).decode())
                     last = payload["seq"]
-                if len(page.events) < events.REPLAY_PAGE:
+                if len(page.events) < selectors.REPLAY_PAGE:
                     break
         buffer = self.buffer
         send = self.base_send

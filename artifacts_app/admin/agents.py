@@ -13,7 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html_join
 
-from artifacts_app import services
+from artifacts_app import access, services
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
 from artifacts_app.admin.secrets import keys_table, revoked_message, show_secret_once
 from artifacts_app.errors import ArtifactError
@@ -35,7 +35,7 @@ class AgentAddForm(forms.ModelForm):
 
 
 def _is_staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_active and request.user.is_staff)
+    return access.is_staff(request.user)
 
 
 @admin.register(Agent)

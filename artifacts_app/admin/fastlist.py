@@ -16,6 +16,8 @@ from django.contrib.admin.views.main import PAGE_VAR, ChangeList
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
+from artifacts_app import access
+
 
 class SeenPaginator(Paginator):
     """A paginator over one fetched window: pages up to the current one, and the next if any."""
@@ -74,10 +76,10 @@ class SupervisorMixin:
     whatever their Django model permissions say. Nobody edits a row in place."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -14,7 +14,7 @@ from typing import Any
 from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 
 from artifacts_app.blobs import blob_open, blob_redirect_url
-from artifacts_app.records import DEFAULT_BYTES_TYPE
+from artifacts_app.records import DEFAULT_BYTES_TYPE, media_type
 
 STREAM_CHUNK = 1024 * 1024
 INLINE_SAFE = frozenset(
@@ -33,10 +33,6 @@ _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 class Unsatisfiable(Exception):
     pass
-
-
-def media_type(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def is_inline_safe(content_type: str) -> bool:

@@ -13,6 +13,7 @@ import django_filters
 
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact
+from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX
 from artifacts_app.selectors import MAX_LIMIT
 
 
@@ -29,12 +30,12 @@ class PageFilter(django_filters.FilterSet):
 
 
 class ArtifactFilter(PageFilter):
-    kind = django_filters.CharFilter(max_length=64, method="_none")
-    sessionId = django_filters.CharFilter(max_length=128, method="_none")  # noqa: N815
+    kind = django_filters.CharFilter(max_length=KIND_MAX, method="_none")
+    sessionId = django_filters.CharFilter(max_length=SESSION_ID_MAX, method="_none")  # noqa: N815
     source = django_filters.ChoiceFilter(
         choices=[("host", "host"), ("model", "model")], method="_none"
     )
-    key = django_filters.CharFilter(max_length=1024, method="_none")
+    key = django_filters.CharFilter(max_length=KEY_MAX, method="_none")
 
 
 @functools.cache

@@ -7,6 +7,15 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from artifacts_app.names import (
+    CONTENT_TYPE_MAX,
+    KEY_MAX,
+    KIND_MAX,
+    SESSION_ID_MAX,
+    TITLE_MAX,
+    TURN_MAX,
+)
+
 
 @extend_schema_field(OpenApiTypes.ANY)
 class AnyJSONField(serializers.JSONField):
@@ -39,12 +48,12 @@ class RecordPageSerializer(serializers.Serializer):
 
 
 class TagSerializer(serializers.Serializer):
-    kind = serializers.CharField(required=False, allow_null=True, max_length=64)
-    key = serializers.CharField(required=False, allow_null=True, max_length=1024)
-    title = serializers.CharField(required=False, allow_null=True, max_length=512)
+    kind = serializers.CharField(required=False, allow_null=True, max_length=KIND_MAX)
+    key = serializers.CharField(required=False, allow_null=True, max_length=KEY_MAX)
+    title = serializers.CharField(required=False, allow_null=True, max_length=TITLE_MAX)
     data = AnyJSONField(help_text="Any JSON but null; checked against the kind's schema.")
-    sessionId = serializers.CharField(required=False, allow_null=True, max_length=128)  # noqa: N815
-    turnId = serializers.CharField(required=False, allow_null=True, max_length=128)  # noqa: N815
+    sessionId = serializers.CharField(required=False, allow_null=True, max_length=SESSION_ID_MAX)  # noqa: N815
+    turnId = serializers.CharField(required=False, allow_null=True, max_length=TURN_MAX)  # noqa: N815
     source = serializers.ChoiceField(choices=["host", "model"], required=False)
     contents = serializers.CharField(
         required=False,
@@ -52,7 +61,9 @@ class TagSerializer(serializers.Serializer):
         help_text="Stored as UTF-8. At most one of contents/contentsBase64.",
     )
     contentsBase64 = serializers.CharField(required=False, allow_null=True)  # noqa: N815
-    contentType = serializers.CharField(required=False, allow_null=True, max_length=255)  # noqa: N815
+    contentType = serializers.CharField(
+        required=False, allow_null=True, max_length=CONTENT_TYPE_MAX
+    )  # noqa: N815
 
 
 class TagMultipartSerializer(serializers.Serializer):
@@ -63,7 +74,7 @@ class TagMultipartSerializer(serializers.Serializer):
 
 
 class SessionCreateSerializer(serializers.Serializer):
-    id = serializers.CharField(required=False, allow_null=True, max_length=128)
+    id = serializers.CharField(required=False, allow_null=True, max_length=SESSION_ID_MAX)
     owner = serializers.CharField(required=False, allow_null=True)
 
 

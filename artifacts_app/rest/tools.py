@@ -24,7 +24,7 @@ from artifacts_app import access, services, tool
 from artifacts_app.registry import spec_for
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.schema import errors
-from artifacts_app.rest.views import AgentView, _object_body, json_response
+from artifacts_app.rest.views import AgentView, json_response, object_body
 
 RUN_FIELDS = frozenset({"input", "sessionId", "turnId"})
 
@@ -72,7 +72,7 @@ class ToolView(AgentView):
         agent = self.agent()
         access.require_tag(self.caller(), agent)
         tool.require_tool(spec_for(agent))
-        body = _object_body(request.data, RUN_FIELDS)
+        body = object_body(request.data, RUN_FIELDS)
         if "input" not in body:
             raise tool.ToolInputError(
                 'The body needs `input`: the tool call\'s input, {"artifact": {...}}.', "input"

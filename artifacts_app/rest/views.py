@@ -63,13 +63,13 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
-        return services.agent_get(self.kwargs["slug"])
+        return selectors.agent_get(self.kwargs["slug"])
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
 
 
-def _object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ArtifactError("invalid_body", "The body must be a JSON object.")
     unknown = sorted(set(body) - allowed)
@@ -115,7 +115,7 @@ class SessionsView(AgentView):
         agent = self.agent()
         caller = self.caller()
         access.session_visibility(caller, agent)  # 401 / 403 before the body is looked at
-        body = _object_body(request.data, SESSION_FIELDS)
+        body = object_body(request.data, SESSION_FIELDS)
         owner = body.get("owner")
         if owner is not None and not isinstance(owner, str):
             raise ArtifactError(
@@ -251,7 +251,7 @@ class ArtifactsView(AgentView):
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
         else:
-            body = _object_body(request.data, TAG_FIELDS)
+            body = object_body(request.data, TAG_FIELDS)
             contents, content_type = _contents(body), body.get("contentType")
         result = _tag(agent, body, contents, content_type)
         return json_response(result.record.to_json(), status=201 if result.created else 200)
@@ -272,7 +272,7 @@ class ArtifactsView(AgentView):
                 f"The `record` part is not valid JSON: {exc}.",
                 {"field": "record"},
             ) from None
-        body = _object_body(body, TAG_FIELDS)
+        body = object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
             contents: Any = _contents(body)

@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
-from artifacts_app import blobgc, blobs, services
+from artifacts_app import blobs, services
 from artifacts_app.models import Artifact, Blob
 
 
@@ -83,7 +83,7 @@ def test_never_removes_the_blob_of_a_tag_committed_during_its_run(db):
         if i % 2 == 0:
             services.artifact_tag(agent=agent, key=f"again{i}", data={}, contents=f"contents {i}")
 
-    report = blobgc.blobs_collect(grace=timedelta(hours=1), before_each=retag)
+    report = services.blobs_collect(grace=timedelta(hours=1), before_each=retag)
     assert (report.removed, report.kept) == (2, 2)
     for i, sha in enumerate(shas):
         assert blobs.blob_exists(sha) == (i % 2 == 0)
@@ -117,7 +117,7 @@ def test_concurrent_tags_and_gc_never_lose_a_committed_blob():
     def collector() -> None:
         try:
             while not stop.is_set():
-                blobgc.blobs_collect(grace=timedelta(hours=1))
+                services.blobs_collect(grace=timedelta(hours=1))
         except BaseException as exc:
             errors.append(exc)
         finally:

@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from artifacts_app import pruning, services
+from artifacts_app import services
 from artifacts_app.models import Agent, Artifact, Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -194,6 +194,6 @@ def test_no_progress_line_when_not_a_terminal(stocked):
 
 
 def test_parse_duration():
-    assert pruning.parse_duration("30d", option="x") == timedelta(days=30)
-    assert pruning.parse_duration("2w", option="x") == timedelta(weeks=2)
-    assert pruning.parse_duration("90m", option="x") == timedelta(minutes=90)
+    assert services.parse_duration("30d", option="x") == timedelta(days=30)
+    assert services.parse_duration("2w", option="x") == timedelta(weeks=2)
+    assert services.parse_duration("90m", option="x") == timedelta(minutes=90)

@@ -193,7 +193,7 @@ async def test_blob_chunks_is_an_async_generator_of_bounded_chunks(
     from artifacts_app.blobs import blob_put
 
     payload = os.urandom(STREAM_CHUNK * 2 + 5)
-    # blob_put claims the blob's row (artifacts_app/blobgc.py): database work, so off the loop.
+    # blob_put claims the blob's row (artifacts_app/services/blobs.py): database work, so off the loop.
     stored = await sync_to_async(blob_put)(payload)
     sizes = []
     collected = bytearray()

@@ -7,7 +7,7 @@ import hashlib
 
 import orjson
 
-from artifacts_app.rest.auth import bearer_token, caller_from_authorization
+from artifacts_app.access import bearer_token, caller_from_authorization
 from tests.rest.conftest import World, bearer
 
 

@@ -13,7 +13,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 
 from artifacts_app import services
-from artifacts_app.events import agent_group
+from artifacts_app.fanout import agent_group
 from artifacts_app.models import Agent, Artifact, Event
 
 ROOT = Path(__file__).resolve().parents[2]

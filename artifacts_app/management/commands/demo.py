@@ -2,13 +2,10 @@ from __future__ import annotations
 
 import secrets
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import transaction
 
-from artifacts_app import services
+from artifacts_app import selectors, services
 from artifacts_app.management.commands._base import run_service
-from artifacts_app.models import ApiKey, Session
 
 DEMO_AGENT = "reviewer"
 DEMO_SESSION = "s_demo"
@@ -38,22 +35,15 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, host: str, **options: object) -> None:
-        users = get_user_model()
         passwords = {"admin": secrets.token_urlsafe(9), "alice": secrets.token_urlsafe(9)}
-        with transaction.atomic():
-            admin, _ = users.objects.get_or_create(
-                username="admin", defaults={"email": "admin@example.com"}
-            )
-            admin.is_staff = admin.is_superuser = True
-            admin.set_password(passwords["admin"])
-            admin.save()
-            alice, _ = users.objects.get_or_create(
-                username="alice", defaults={"email": "alice@example.com"}
-            )
-            alice.set_password(passwords["alice"])
-            alice.save()
-        agent = run_service(lambda: services.agent_get(DEMO_AGENT))
-        if not Session.objects.filter(agent=agent, sid=DEMO_SESSION).exists():
+        services.user_set(
+            username="admin", password=passwords["admin"], email="admin@example.com", staff=True
+        )
+        alice = services.user_set(
+            username="alice", password=passwords["alice"], email="alice@example.com"
+        )
+        agent = run_service(lambda: selectors.agent_get(DEMO_AGENT))
+        if selectors.session_pk(agent.pk, DEMO_SESSION) is None:
             run_service(lambda: services.session_create(agent=agent, sid=DEMO_SESSION, owner=alice))
         for number, verdict in ((7, "approve"), (8, "comment"), (9, "request-changes")):
             url = f"https://github.com/o/r/pull/{number}"
@@ -84,8 +74,7 @@ class Command(BaseCommand):
             )
         )
         # One live demo key at a time: earlier demo keys are revoked, so the printed one is the key.
-        for old in ApiKey.objects.filter(agent=agent, label=DEMO_LABEL, revoked_at__isnull=True):
-            services.api_key_revoke(key_id=old.pk)
+        services.agent_keys_revoke(agent=agent, label=DEMO_LABEL)
         _, secret = services.agent_key_create(agent=agent, label=DEMO_LABEL)
 
         base = f"http://{host}"
