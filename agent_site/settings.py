@@ -123,7 +123,7 @@ if not SECRET_KEY:
             "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off: "
             "generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
         )
-    SECRET_KEY = "insecure-dev-key-only-for-debug-on-localhost"  # noqa: S105
+    SECRET_KEY = "insecure-dev-key-only-for-debug-on-localhost"
 elif not DEBUG and (len(SECRET_KEY) < 32 or SECRET_KEY.startswith("insecure")):
     raise ImproperlyConfigured(
         "DJANGO_SECRET_KEY is too weak for DJANGO_DEBUG off: use 32+ random characters."

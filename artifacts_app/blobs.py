@@ -216,10 +216,11 @@ def blob_redirect_url(sha256: str, content_type: str, disposition: str) -> str |
     storage = blob_storage()
     if isinstance(storage, FileSystemStorage) or not hasattr(storage, "bucket_name"):
         return None
-    return storage.url(
+    url: str = storage.url(  # type: ignore[call-arg]  # S3Storage.url takes parameters=
         blob_name(sha256),
         parameters={
             "ResponseContentType": content_type,
             "ResponseContentDisposition": disposition,
         },
     )
+    return url

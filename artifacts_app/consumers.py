@@ -24,10 +24,14 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from artifacts_app import access, fanout, selectors, ws_auth
+from artifacts_app import access, fanout, selectors
 from artifacts_app.errors import ArtifactError, ForbiddenError, NotFoundError, UnauthenticatedError
 
 log = logging.getLogger(__name__)
+
+# Set by ``ws_auth.BearerAuthMiddleware``, which wraps these consumers (agent_site/asgi.py).
+CALLER = "artifacts_caller"
+REFUSAL = "artifacts_refusal"  # (close code, reason) or None
 
 BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, LAGGING = 4400, 4401, 4403, 4404, 4429
 
@@ -73,7 +77,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
         await self.close(code=code, reason=_reason(reason))
 
     async def connect(self) -> None:
-        refusal = self.scope.get(ws_auth.REFUSAL)
+        refusal = self.scope.get(REFUSAL)
         if refusal is not None:
             await self.refuse(*refusal)
             return
@@ -84,7 +88,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
         try:
             after = parse_after(self.scope)
             stream = await database_sync_to_async(access.stream_open)(
-                self.scope.get(ws_auth.CALLER), kwargs["slug"], kwargs.get("session_id")
+                self.scope.get(CALLER), kwargs["slug"], kwargs.get("session_id")
             )
         except ArtifactError as error:
             await self.refuse(close_code(error), error.message)

@@ -270,8 +270,8 @@ def deliver_local(agent_id: int, payloads: list[dict[str, Any]]) -> None:
 
 def remote_enabled() -> bool:
     """Whether events must cross processes through the channel layer (any non in-memory layer)."""
-    conf = getattr(settings, "CHANNEL_LAYERS", {}).get("default")
-    return bool(conf) and not conf["BACKEND"].endswith("InMemoryChannelLayer")
+    conf = getattr(settings, "CHANNEL_LAYERS", {}).get("default") or {}
+    return bool(conf) and not str(conf["BACKEND"]).endswith("InMemoryChannelLayer")
 
 
 def origin() -> str:

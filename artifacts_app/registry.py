@@ -71,7 +71,7 @@ def define_artifacts(
     *,
     kinds: Mapping[str, Kind] | None = None,
     agent_tool: bool = False,
-    max: int = DEFAULT_MAX,  # noqa: A002
+    max: int = DEFAULT_MAX,
 ) -> ArtifactsDeclaration:
     """Declare an agent's artifact kinds, whether its model gets the ``tag_artifact`` tool, and its cap."""
     kinds = dict(kinds or {})

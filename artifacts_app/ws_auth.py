@@ -19,9 +19,7 @@ from django.conf import settings
 from django.http.request import validate_host
 
 from artifacts_app import access
-
-CALLER = "artifacts_caller"
-REFUSAL = "artifacts_refusal"  # (close code, reason) or None
+from artifacts_app.consumers import CALLER, REFUSAL
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -69,6 +67,6 @@ class BearerAuthMiddleware:
         return await self.inner(scope, receive, send)
 
 
-def WsAuthStack(inner: Any) -> Any:  # noqa: N802 — named like Channels' AuthMiddlewareStack
+def WsAuthStack(inner: Any) -> Any:
     """Cookie session + user (Channels), then bearer tokens and the origin rule (ours)."""
     return AuthMiddlewareStack(BearerAuthMiddleware(inner))

@@ -151,7 +151,7 @@ def main() -> None:
     }
     # The server's log goes to a file: a pipe nobody reads fills up (Django logs every 404) and
     # blocks the server.
-    log = open(Path(data_dir) / "daphne.log", "w+b")  # noqa: SIM115
+    log = open(Path(data_dir) / "daphne.log", "w+b")
     server = subprocess.Popen(
         [
             sys.executable,

@@ -57,11 +57,13 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return _is_staff(request)
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None:
             kwargs["form"] = AgentAddForm
             kwargs["fields"] = ("slug", "max_artifacts")
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
         return ("slug", "max_artifacts") if obj is None else self.fields
@@ -192,7 +194,9 @@ class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="owner")
     def owner(self, obj: ApiKey) -> str:
-        return obj.agent.slug if obj.agent_id else obj.user.get_username()
+        if obj.agent is not None:
+            return obj.agent.slug
+        return obj.user.get_username() if obj.user is not None else "—"
 
     @admin.action(description="Revoke selected keys and tokens")
     def revoke_selected(self, request: HttpRequest, queryset) -> None:

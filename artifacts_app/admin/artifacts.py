@@ -177,17 +177,17 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="session")
     def session_sid(self, obj: Artifact) -> str:
-        return obj.session.sid if obj.session_id else "—"
+        return obj.session.sid if obj.session else "—"
 
     @admin.display(description="size")
     def content_size(self, obj: Artifact) -> str:
-        return f"{obj.blob.size:,} B" if obj.blob_id else "—"
+        return f"{obj.blob.size:,} B" if obj.blob else "—"
 
     # --- the page --------------------------------------------------------------------------
 
     @admin.display(description="session")
     def session_link(self, obj: Artifact) -> str:
-        if not obj.session_id:
+        if not obj.session:
             return "—"
         url = reverse("admin:artifacts_app_session_change", args=[obj.session_id])
         return format_html('<a href="{}">{}</a>', url, obj.session.sid)
@@ -199,7 +199,7 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj: Artifact) -> str:
-        if not obj.blob_id:
+        if not obj.blob or not obj.blob_id:
             return "—"
         kind = media_type(obj.content_type)
         url = content_url(obj)

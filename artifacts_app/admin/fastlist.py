@@ -32,11 +32,11 @@ class SeenPaginator(Paginator):
         self._seen = offset + len(self.window)
 
     @property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         return self._seen
 
     @property
-    def num_pages(self) -> int:  # type: ignore[override]
+    def num_pages(self) -> int:
         return max(math.ceil(self._seen / self.per_page), 1)
 
     def page(self, number: Any) -> Page:

@@ -357,7 +357,7 @@ class ArtifactsClient(_Base):
     def session(self, session_id: str) -> dict[str, Any]:
         return self._json("GET", f"sessions/{session_id}", retry=True)
 
-    def create_session(self, *, id: str | None = None, owner: str | None = None) -> dict[str, Any]:  # noqa: A002
+    def create_session(self, *, id: str | None = None, owner: str | None = None) -> dict[str, Any]:
         """Create a session (``id`` None: generated). A named id is retried safely (409 = exists)."""
         body = {k: v for k, v in {"id": id, "owner": owner}.items() if v is not None}
         return self._json("POST", "sessions", retry=False, json=body)
@@ -366,7 +366,7 @@ class ArtifactsClient(_Base):
         """``{"kinds": [{"name", "description", "schema"}], "max", "agentTool"}``."""
         return self._json("GET", "artifacts/kinds", retry=True)
 
-    def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+    def tool(self, format: str = "anthropic") -> dict[str, Any]:
         """The model-facing ``tag_artifact`` tool in ``anthropic``, ``openai`` or ``openai-responses``."""
         return self._json("GET", "tools/tag_artifact", retry=True, params={"format": format})
 
@@ -375,7 +375,7 @@ class ArtifactsClient(_Base):
         input: Any,
         *,
         session_id: str | None = None,
-        turn_id: str | None = None,  # noqa: A002
+        turn_id: str | None = None,
     ) -> ToolResult:
         """Run a model's ``tag_artifact`` call; a refusal the model can fix comes back as a result."""
         body = {"input": input, "sessionId": session_id, "turnId": turn_id}
@@ -511,7 +511,7 @@ class AsyncArtifactsClient(_Base):
         if to is None:
             return self._chunks(artifact_id)
         size = 0
-        handle = open(to, "wb") if isinstance(to, (str, os.PathLike)) else to  # noqa: SIM115
+        handle = open(to, "wb") if isinstance(to, (str, os.PathLike)) else to
         try:
             async for chunk in self._chunks(artifact_id):
                 handle.write(chunk)
@@ -551,14 +551,14 @@ class AsyncArtifactsClient(_Base):
 
     async def create_session(
         self, *, id: str | None = None, owner: str | None = None
-    ) -> dict[str, Any]:  # noqa: A002
+    ) -> dict[str, Any]:
         body = {k: v for k, v in {"id": id, "owner": owner}.items() if v is not None}
         return await self._json("POST", "sessions", retry=False, json=body)
 
     async def kinds(self) -> dict[str, Any]:
         return await self._json("GET", "artifacts/kinds", retry=True)
 
-    async def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+    async def tool(self, format: str = "anthropic") -> dict[str, Any]:
         return await self._json("GET", "tools/tag_artifact", retry=True, params={"format": format})
 
     async def run_tool(
@@ -566,7 +566,7 @@ class AsyncArtifactsClient(_Base):
         input: Any,
         *,
         session_id: str | None = None,
-        turn_id: str | None = None,  # noqa: A002
+        turn_id: str | None = None,
     ) -> ToolResult:
         body = {"input": input, "sessionId": session_id, "turnId": turn_id}
         body = {k: v for k, v in body.items() if v is not None or k == "input"}

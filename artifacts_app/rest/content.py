@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from artifacts_app.blobs import blob_open, blob_redirect_url
 from artifacts_app.records import DEFAULT_BYTES_TYPE, media_type
@@ -98,7 +99,7 @@ async def blob_chunks(sha256: str, start: int, end: int) -> AsyncIterator[bytes]
         await asyncio.to_thread(fh.close)
 
 
-def _common_headers(response: HttpResponse, etag: str) -> None:
+def _common_headers(response: HttpResponseBase, etag: str) -> None:
     response["ETag"] = etag
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "sandbox"
@@ -111,7 +112,7 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
     content_type = content_type or DEFAULT_BYTES_TYPE
     etag = f'"{sha256}"'
     if etag_matches(request.META.get("HTTP_IF_NONE_MATCH"), etag):
-        response = HttpResponseNotModified()  # no body, so no Content-Type either
+        response: HttpResponseBase = HttpResponseNotModified()  # no body, so no Content-Type either
         _common_headers(response, etag)
         return response
     disposition = "inline" if is_inline_safe(content_type) else "attachment"

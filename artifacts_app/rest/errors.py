@@ -55,7 +55,7 @@ def error_response(
     return response
 
 
-def _sentence(text: str) -> str:
+def _sentence(text: Any) -> str:
     text = str(text).strip()
     return text if text.endswith((".", "?", "!")) else text + "."
 
@@ -111,10 +111,12 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse |
         status, body = 400, envelope("too_many_fields", "The form has too many fields.")
     elif isinstance(exc, exceptions.APIException):
         status, body = _drf_envelope(exc, request)
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(int(exc.wait))
+        auth_header = getattr(exc, "auth_header", None)  # set by DRF on 401s
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        wait = getattr(exc, "wait", None)  # Throttled
+        if wait is not None:
+            headers["Retry-After"] = str(int(wait))
     else:
         return None
     return error_response(status, body, headers)
@@ -138,4 +140,4 @@ class NotFoundView(APIView):
             f"There is no route {request.path!r}; see /api/docs/ for the routes under /<slug>/v1/.",
         )
 
-    get = post = put = patch = delete = head = options = _missing
+    get = post = put = patch = delete = head = options = _missing  # type: ignore[assignment]

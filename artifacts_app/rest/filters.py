@@ -31,7 +31,7 @@ class PageFilter(django_filters.FilterSet):
 
 class ArtifactFilter(PageFilter):
     kind = django_filters.CharFilter(max_length=KIND_MAX, method="_none")
-    sessionId = django_filters.CharFilter(max_length=SESSION_ID_MAX, method="_none")  # noqa: N815
+    sessionId = django_filters.CharFilter(max_length=SESSION_ID_MAX, method="_none")
     source = django_filters.ChoiceFilter(
         choices=[("host", "host"), ("model", "model")], method="_none"
     )
@@ -39,13 +39,13 @@ class ArtifactFilter(PageFilter):
 
 
 @functools.cache
-def _form_class(filterset_class: type[django_filters.FilterSet]) -> Any:
+def _form_class(filterset_class: Any) -> Any:
     # The FilterSet deep-copies its filters and builds a form class per instance (~1 ms a
     # request); the form class it builds is the same every time, so build it once.
     return filterset_class(queryset=Artifact.objects.none()).get_form_class()
 
 
-def cleaned(filterset_class: type[django_filters.FilterSet], params: Any) -> dict[str, Any]:
+def cleaned(filterset_class: Any, params: Any) -> dict[str, Any]:
     """The valid query parameters (missing ones None), or a 400 ``invalid_query`` envelope."""
     form = _form_class(filterset_class)(params)
     if not form.is_valid():

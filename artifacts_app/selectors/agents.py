@@ -63,8 +63,9 @@ def session_owner(agent_id: int, sid: str) -> SessionOwner | None:
     return None if row is None else SessionOwner(*row)
 
 
-def user_get(user: AbstractBaseUser | str) -> AbstractBaseUser:
-    """The user row for a username (or the row itself); unknown raises ``ArtifactError``."""
+def user_get(user: AbstractBaseUser | str) -> Any:
+    """The row of ``settings.AUTH_USER_MODEL`` for a username (or the row itself); unknown raises
+    ``ArtifactError``."""
     if isinstance(user, AbstractBaseUser):
         return user
     model: Any = get_user_model()

@@ -180,10 +180,10 @@ def blobs_collect(
     for sha, _size in _candidates(cutoff):
         if before_each is not None:
             before_each(sha)
-        size = blob_collect_one(sha, cutoff)
-        if size is None:
+        collected = blob_collect_one(sha, cutoff)
+        if collected is None:
             report.kept += 1
         else:
             report.removed += 1
-            report.bytes += size
+            report.bytes += collected
     return report

@@ -101,7 +101,7 @@ def require_tool(spec: AgentSpec) -> None:
     )
 
 
-def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:  # noqa: A002
+def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:
     """The tool in a provider's shape: ``anthropic`` (default), ``openai`` (Chat Completions
     function tool, strict) or ``openai-responses`` (Responses API function tool, strict)."""
     require_tool(spec)

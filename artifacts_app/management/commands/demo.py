@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import functools
 import secrets
 
 from django.core.management.base import BaseCommand, CommandParser
 
 from artifacts_app import selectors, services
 from artifacts_app.management.commands._base import run_service
+from artifacts_app.models import Agent
 
 DEMO_AGENT = "reviewer"
 DEMO_SESSION = "s_demo"
@@ -42,24 +44,11 @@ class Command(BaseCommand):
         alice = services.user_set(
             username="alice", password=passwords["alice"], email="alice@example.com"
         )
-        agent = run_service(lambda: selectors.agent_get(DEMO_AGENT))
+        agent: Agent = run_service(lambda: selectors.agent_get(DEMO_AGENT))
         if selectors.session_pk(agent.pk, DEMO_SESSION) is None:
             run_service(lambda: services.session_create(agent=agent, sid=DEMO_SESSION, owner=alice))
         for number, verdict in ((7, "approve"), (8, "comment"), (9, "request-changes")):
-            url = f"https://github.com/o/r/pull/{number}"
-            run_service(
-                lambda url=url, verdict=verdict, number=number: services.artifact_tag(
-                    agent=agent,
-                    kind="reviewed-pr",
-                    key=url,
-                    title=f"Reviewed {url}",
-                    data={"url": url, "verdict": verdict},
-                    session_id=DEMO_SESSION,
-                    turn_id=f"t-{number - 6}",
-                    contents=f"## Review of {url}\n\nVerdict: **{verdict}**.\n",
-                    content_type="text/markdown",
-                )
-            )
+            run_service(functools.partial(_tag_review, agent, number, verdict))
         run_service(
             lambda: services.artifact_tag(
                 agent=agent,
@@ -92,3 +81,18 @@ class Command(BaseCommand):
                 ]
             )
         )
+
+
+def _tag_review(agent: Agent, number: int, verdict: str) -> None:
+    url = f"https://github.com/o/r/pull/{number}"
+    services.artifact_tag(
+        agent=agent,
+        kind="reviewed-pr",
+        key=url,
+        title=f"Reviewed {url}",
+        data={"url": url, "verdict": verdict},
+        session_id=DEMO_SESSION,
+        turn_id=f"t-{number - 6}",
+        contents=f"## Review of {url}\n\nVerdict: **{verdict}**.\n",
+        content_type="text/markdown",
+    )

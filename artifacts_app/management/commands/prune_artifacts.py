@@ -40,6 +40,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         keep = _whole(options["keep"], "--keep", minimum=0)
         batch_size = _whole(options["batch_size"], "--batch-size", minimum=1)
+        assert batch_size is not None  # the option has a default
         older = options["older_than"]
         events_older = options["events_older_than"]
         older_than = (
