@@ -115,6 +115,20 @@ def _agent_prune(
             progress(agent.slug, done)
 
 
+def _sessions_named(agents: list[Agent], session: str, agent: str | None) -> dict[int, int]:
+    """agent pk -> session pk of the agents' sessions named ``session``; none is a refusal."""
+    sessions = dict(
+        Session.objects.filter(agent__in=agents, sid=session).values_list("agent_id", "id")
+    )
+    if not sessions:
+        where = f"agent {agent!r}" if agent is not None else "any agent"
+        raise ArtifactError(
+            "unknown_session",
+            f"There is no session {session!r} in {where}; nothing was pruned.",
+        )
+    return sessions
+
+
 def artifacts_prune(
     *,
     agent: str | None = None,
@@ -143,17 +157,7 @@ def artifacts_prune(
     agents = (
         [selectors.agent_get(agent)] if agent is not None else list(Agent.objects.order_by("slug"))
     )
-    sessions: dict[int, int] = {}
-    if session is not None:
-        sessions = dict(
-            Session.objects.filter(agent__in=agents, sid=session).values_list("agent_id", "id")
-        )
-        if not sessions:
-            where = f"agent {agent!r}" if agent is not None else "any agent"
-            raise ArtifactError(
-                "unknown_session",
-                f"There is no session {session!r} in {where}; nothing was pruned.",
-            )
+    sessions = _sessions_named(agents, session, agent) if session is not None else {}
     selects = any(v is not None for v in (agent, kind, session, older_than, keep))
     if selects:
         cutoff = now - older_than if older_than is not None else None
