@@ -94,7 +94,9 @@ def main() -> int:
         server = DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/")
         with server:
             print(
-                json.dumps({"base": server.base_url, "ws": server.ws_url, "port": server.port, **secrets}),
+                json.dumps(
+                    {"base": server.base_url, "ws": server.ws_url, "port": server.port, **secrets}
+                ),
                 flush=True,
             )
 

@@ -50,8 +50,17 @@ def test_kit_and_in_process_tool_results_are_the_same(reviewer, served):
 @pytest.mark.parametrize("status", [200, 400, 403, 404, 413])
 @pytest.mark.parametrize(
     "details",
-    [None, {}, {"field": "input"}, {"field": "artifact"}, {"field": "artifact.data.url"},
-     {"field": "data"}, {"field": "sessionId"}, {"field": 3}, "text"],
+    [
+        None,
+        {},
+        {"field": "input"},
+        {"field": "artifact"},
+        {"field": "artifact.data.url"},
+        {"field": "data"},
+        {"field": "sessionId"},
+        {"field": 3},
+        "text",
+    ],
 )
 def test_kit_and_server_agree_on_whose_mistake_a_refusal_is(status, details):
     assert kit_is_model_error(status, details) == is_model_error(status, details)

@@ -53,7 +53,9 @@ def served():
         line = process.stdout.readline() if ready else ""
         if not line:
             process.kill()
-            pytest.fail(f"the test server did not start (exit {process.wait()}); see its output above")
+            pytest.fail(
+                f"the test server did not start (exit {process.wait()}); see its output above"
+            )
         info = json.loads(line)
         yield Served(
             base=info["base"],

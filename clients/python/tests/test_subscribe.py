@@ -66,8 +66,12 @@ async def test_dropped_connection_reconnects_with_after_and_misses_nothing(serve
     try:
         async with AsyncArtifactsClient(served.base, served.key, "reviewer") as client:
             sid = (await client.create_session())["id"]
-            stream = subscribe(f"{proxy.ws}/reviewer/v1/sessions/{sid}/events", served.key, after=0,
-                               max_backoff=0.2)
+            stream = subscribe(
+                f"{proxy.ws}/reviewer/v1/sessions/{sid}/events",
+                served.key,
+                after=0,
+                max_backoff=0.2,
+            )
             first = unique("first")
             await client.tag(kind="report", key=first, data="1", session_id=sid)
             [one] = await next_tagged(stream, {first})
@@ -94,8 +98,12 @@ async def test_dropped_connection_reconnects_with_after_and_misses_nothing(serve
     ],
 )
 async def test_refusals_are_final_with_the_close_code(served: Served, who, path, code):
-    token = {"none": None, "bad": "aak_nope_nope", "user": served.user_token,
-             "notes": served.notes_key}[who]
+    token = {
+        "none": None,
+        "bad": "aak_nope_nope",
+        "user": served.user_token,
+        "notes": served.notes_key,
+    }[who]
     with pytest.raises(StreamRefused) as refused:
         await asyncio.wait_for(subscribe(f"{served.ws}/{path}", token).__anext__(), 15)
     assert refused.value.code == code

@@ -1,12 +1,12 @@
 """agent-artifacts from any Python process, without Django: REST, events, the ``tag_artifact`` tool.
 
-    from agent_artifacts_client import ArtifactsClient, subscribe
+from agent_artifacts_client import ArtifactsClient, subscribe
 
-    with ArtifactsClient("http://localhost:8000", token, "reviewer") as client:
-        record = client.tag(kind="report", key="r-1", data="…")
+with ArtifactsClient("http://localhost:8000", token, "reviewer") as client:
+    record = client.tag(kind="report", key="r-1", data="…")
 
-    async for event in subscribe("ws://localhost:8000/reviewer/v1/sessions/s1/events", token):
-        ...
+async for event in subscribe("ws://localhost:8000/reviewer/v1/sessions/s1/events", token):
+    ...
 """
 
 from agent_artifacts_client.client import ArtifactsClient, AsyncArtifactsClient

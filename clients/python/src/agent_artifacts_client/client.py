@@ -94,7 +94,9 @@ class ArtifactsClient:
         finally:
             op.close()
 
-    def _pages(self, url: str | None, params: dict[str, Any] | None, row: Callable[[Any], T]) -> Iterator[T]:
+    def _pages(
+        self, url: str | None, params: dict[str, Any] | None, row: Callable[[Any], T]
+    ) -> Iterator[T]:
         while url:
             rows, url = self._run(self.wire.page(url, params))
             params = None  # ``next`` carries the filters and the cursor
@@ -122,7 +124,9 @@ class ArtifactsClient:
             source=source, contents=contents, content_type=content_type,
         ))  # fmt: skip
 
-    def page(self, *, cursor: str | None = None, **filters: Any) -> tuple[list[ArtifactRecord], str | None]:
+    def page(
+        self, *, cursor: str | None = None, **filters: Any
+    ) -> tuple[list[ArtifactRecord], str | None]:
         """One page of records (filters as ``list``, plus ``limit``) and the URL of the next."""
         url, params = self.wire.artifacts_query(cursor=cursor, **filters)
         rows, next_url = self._run(self.wire.page(url, params))
@@ -197,7 +201,11 @@ class ArtifactsClient:
         return self._run(self.wire.tool(format))
 
     def run_tool(
-        self, input: Any, *, session_id: str | None = None, turn_id: str | None = None  # noqa: A002
+        self,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,  # noqa: A002
     ) -> ToolResult:
         """Run a model's ``tag_artifact`` call; a refusal the model can fix comes back as a result."""
         return self._run(self.wire.run_tool(input, session_id=session_id, turn_id=turn_id))
@@ -226,7 +234,9 @@ class AsyncArtifactsClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.wire = Wire(base_url, token, agent, retries=retries, backoff=backoff)
-        self.http = httpx.AsyncClient(headers=self.wire.headers(), timeout=timeout, transport=transport)
+        self.http = httpx.AsyncClient(
+            headers=self.wire.headers(), timeout=timeout, transport=transport
+        )
 
     async def __aenter__(self) -> AsyncArtifactsClient:
         return self
@@ -294,7 +304,9 @@ class AsyncArtifactsClient:
             source=source, contents=contents, content_type=content_type,
         ))  # fmt: skip
 
-    async def page(self, *, cursor: str | None = None, **filters: Any) -> tuple[list[ArtifactRecord], str | None]:
+    async def page(
+        self, *, cursor: str | None = None, **filters: Any
+    ) -> tuple[list[ArtifactRecord], str | None]:
         url, params = self.wire.artifacts_query(cursor=cursor, **filters)
         rows, next_url = await self._run(self.wire.page(url, params))
         return [record_from_json(r) for r in rows], next_url
@@ -352,7 +364,9 @@ class AsyncArtifactsClient:
     async def session(self, session_id: str) -> dict[str, Any]:
         return await self._run(self.wire.session(session_id))
 
-    async def create_session(self, *, id: str | None = None, owner: str | None = None) -> dict[str, Any]:  # noqa: A002
+    async def create_session(
+        self, *, id: str | None = None, owner: str | None = None
+    ) -> dict[str, Any]:  # noqa: A002
         return await self._run(self.wire.create_session(id=id, owner=owner))
 
     async def kinds(self) -> dict[str, Any]:
@@ -362,7 +376,11 @@ class AsyncArtifactsClient:
         return await self._run(self.wire.tool(format))
 
     async def run_tool(
-        self, input: Any, *, session_id: str | None = None, turn_id: str | None = None  # noqa: A002
+        self,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,  # noqa: A002
     ) -> ToolResult:
         return await self._run(self.wire.run_tool(input, session_id=session_id, turn_id=turn_id))
 

@@ -33,7 +33,10 @@ def from_response(response: httpx.Response) -> ClientError:
     try:
         error = response.json()["error"]
         return ClientError(
-            error["code"], error["message"], status=response.status_code, details=error.get("details")
+            error["code"],
+            error["message"],
+            status=response.status_code,
+            details=error.get("details"),
         )
     except (ValueError, KeyError, TypeError):
         text = response.text[:200]

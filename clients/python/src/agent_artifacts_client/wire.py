@@ -229,7 +229,9 @@ class Wire:
         yield from self._artifact("DELETE", artifact_id, retry=False)
 
     def _artifact(self, method: str, artifact_id: str, *, retry: bool = True) -> Op[Any]:
-        return (yield from self.call(method, f"artifacts/{quote(artifact_id, safe='')}", retry=retry))
+        return (
+            yield from self.call(method, f"artifacts/{quote(artifact_id, safe='')}", retry=retry)
+        )
 
     def content_request(self, artifact_id: str) -> Request:
         """The streamed download of a record's content (the driver reads it in chunks)."""
@@ -239,7 +241,9 @@ class Wire:
     def session(self, session_id: str) -> Op[dict[str, Any]]:
         return (yield from self.call("GET", f"sessions/{quote(session_id, safe='')}", retry=True))
 
-    def create_session(self, *, id: str | None = None, owner: str | None = None) -> Op[dict[str, Any]]:  # noqa: A002
+    def create_session(
+        self, *, id: str | None = None, owner: str | None = None
+    ) -> Op[dict[str, Any]]:  # noqa: A002
         body = {k: v for k, v in {"id": id, "owner": owner}.items() if v is not None}
         # Not retried on a dropped answer: a second try could make a second (generated) session.
         return (yield from self.call("POST", "sessions", retry=False, json=body))
@@ -248,10 +252,16 @@ class Wire:
         return (yield from self.call("GET", "artifacts/kinds", retry=True))
 
     def tool(self, format: str = "anthropic") -> Op[dict[str, Any]]:  # noqa: A002
-        return (yield from self.call("GET", "tools/tag_artifact", retry=True, params={"format": format}))
+        return (
+            yield from self.call("GET", "tools/tag_artifact", retry=True, params={"format": format})
+        )
 
     def run_tool(
-        self, input: Any, *, session_id: str | None = None, turn_id: str | None = None  # noqa: A002
+        self,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,  # noqa: A002
     ) -> Op[ToolResult]:
         body: dict[str, Any] = {"input": input}
         body.update(_filters(session_id=session_id, turn_id=turn_id))
