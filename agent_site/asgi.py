@@ -93,9 +93,14 @@ django_asgi_app = SyncChainASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agent_site import server  # noqa: E402
 from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
+
+# Daphne serving this site takes bodies with agent_site.server's request: no Twisted form parsing,
+# the body limit at the door, bodies handed on a chunk at a time (issue 11).
+server.install()
 
 application = ProtocolTypeRouter(
     {
