@@ -307,12 +307,14 @@ def artifact_tag(
     source: str = Artifact.SOURCE_HOST,
     contents: bytes | str | IO[bytes] | Iterable[bytes] | None = None,
     content_type: str | None = None,
+    artifact_id: str | None = None,
 ) -> TagResult:
     """Tag an artifact: upsert by ``key``, keep or drop content, evict past ``max``, emit events.
 
     ``contents`` may be bytes, a str (stored as UTF-8) or a binary file, which is streamed.
     Answers the stored record and whether it was created. Refusals raise ``ArtifactError`` and
-    leave no record, no blob row, no event and no counter change.
+    leave no record, no blob row, no event and no counter change. ``artifact_id`` re-tags that
+    existing record (an unkeyed one too; ``artifact_content_put``); gone by then: 404.
     """
     agent = agent_get(agent)
     spec = spec_for(agent)
@@ -350,8 +352,14 @@ def artifact_tag(
         if stored is not None:
             hotsql.blob_insert(stored.sha256, stored.size, now)
 
-        artifact_id = keyed_id(agent.slug, key) if key is not None else new_id()
-        previous = hotsql.artifact_previous(artifact_id) if key is not None else None
+        retag = artifact_id is not None
+        if key is not None:
+            artifact_id = keyed_id(agent.slug, key)
+        elif artifact_id is None:
+            artifact_id = new_id()
+        previous = hotsql.artifact_previous(artifact_id) if key is not None or retag else None
+        if retag and previous is None:
+            raise _unknown_artifact(agent, artifact_id)
         content: ContentInfo | None = None
         if stored is not None:
             content = ContentInfo(stored.size, content_type or DEFAULT_BYTES_TYPE, stored.sha256)
@@ -412,6 +420,44 @@ def artifact_tag(
         batch.store()
         hotsql.agent_counters_save(agent.pk, artifact_count=count, last_seq=batch.last_seq)
     return TagResult(record=record, created=previous is None)
+
+
+def artifact_content_put(
+    *,
+    agent: Agent | str,
+    artifact_id: str,
+    contents: bytes | str | IO[bytes] | Iterable[bytes],
+    content_type: str,
+) -> TagResult:
+    """Replace a record's content (API.md, ``PUT artifacts/<id>/content``): a re-tag that keeps
+    every other field of the record, through ``artifact_tag`` (the same rules, limit and event)."""
+    agent = agent_get(agent)
+    row = (
+        Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
+        .values("kind", "key", "title", "data", "session__sid", "turn_id", "source")
+        .first()
+    )
+    if row is None:
+        raise _unknown_artifact(agent, artifact_id)
+    return artifact_tag(
+        agent=agent,
+        artifact_id=artifact_id,
+        kind=row["kind"],
+        key=row["key"],
+        title=row["title"],
+        data=row["data"],
+        session_id=row["session__sid"],
+        turn_id=row["turn_id"],
+        source=row["source"],
+        contents=contents,
+        content_type=content_type,
+    )
+
+
+def _unknown_artifact(agent: Agent, artifact_id: str) -> NotFoundError:
+    return NotFoundError(
+        "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
+    )
 
 
 def _unknown_session(agent: Agent, session_id: str) -> NotFoundError:
@@ -574,11 +620,7 @@ def token_lookup(secret: str) -> ApiKey | None:
     """The active key or token with this secret, or None (unknown or revoked)."""
     if not isinstance(secret, str) or not secret.startswith((AGENT_KEY_PREFIX, USER_TOKEN_PREFIX)):
         return None
-    return (
-        ApiKey.objects.select_related("agent", "user")
-        .filter(secret_hash=_hash_secret(secret), revoked_at__isnull=True)
-        .first()
-    )
+    return hotsql.api_key_by_hash(_hash_secret(secret))
 
 
 def token_revoke(*, token: str) -> ApiKey:
