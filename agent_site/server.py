@@ -29,7 +29,7 @@ import collections
 import io
 import re
 import tempfile
-from typing import Any
+from typing import Any, cast
 
 import daphne.server
 import orjson
@@ -133,10 +133,10 @@ class ArtifactsRequest(WebRequest):
         channel = self.channel
         self._head = (getattr(channel, "_command", b""), getattr(channel, "_path", b""))
         self._limit = body_limit(*self._head)
-        if length is not None and length < SPOOL_AT:
-            self.content = io.BytesIO()
-        else:
-            self.content = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
+        content: Any = io.BytesIO()
+        if length is None or length >= SPOOL_AT:
+            content = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
+        self.content = content
         if length is not None and length > self._limit:
             # No "100 Continue" for a body that is refused anyway (Twisted sends it after this).
             self.requestHeaders.removeHeader(b"Expect")
@@ -172,7 +172,7 @@ class ArtifactsRequest(WebRequest):
         # instead of a reset; then close.
         from twisted.internet import reactor
 
-        reactor.callLater(LINGER_SECONDS, self._close_refused)  # type: ignore[attr-defined]
+        cast(Any, reactor).callLater(LINGER_SECONDS, self._close_refused)
         self.channel.persistent = False
 
     def _close_refused(self) -> None:
@@ -230,4 +230,4 @@ class ArtifactsHTTPFactory(HTTPFactory):
 
 def install() -> None:
     """Make daphne's ``Server`` serve HTTP with ``ArtifactsRequest`` (idempotent)."""
-    daphne.server.HTTPFactory = ArtifactsHTTPFactory  # type: ignore[misc]
+    daphne.server.HTTPFactory = ArtifactsHTTPFactory

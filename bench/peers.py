@@ -155,8 +155,11 @@ class _AdkWorker:
                 self.seq += 1
                 part = self.types.Part.from_text(text=json.dumps({"n": self.seq, "text": "x" * 64}))
                 await self.service.save_artifact(
-                    app_name="bench", user_id="u", session_id="s",
-                    filename=f"k-{self.seq}.json", artifact=part,
+                    app_name="bench",
+                    user_id="u",
+                    session_id="s",
+                    filename=f"k-{self.seq}.json",
+                    artifact=part,
                 )
             return n / (time.perf_counter() - start)
 
@@ -199,7 +202,11 @@ class Worker:
     def __init__(self, python: Path, kind: str, env: dict[str, str]) -> None:
         self.process = subprocess.Popen(
             [str(python), str(Path(__file__).resolve()), "--worker", kind],
-            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         ready = self.process.stdout.readline()
         if not ready:
@@ -229,9 +236,13 @@ class Worker:
 def ensure_bench_venv() -> Path:
     python = BENCH_VENV / "bin" / "python"
     if not python.exists():
-        print("Creating .venv-bench with the [bench] extra (mlflow, google-adk, httpx) …", flush=True)
+        print(
+            "Creating .venv-bench with the [bench] extra (mlflow, google-adk, httpx) …", flush=True
+        )
         subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[bench]"], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[bench]"], check=True
+        )
     return python
 
 
@@ -274,7 +285,9 @@ def loadavg() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=200, help="sequential requests per HTTP case")
+    parser.add_argument(
+        "--requests", type=int, default=200, help="sequential requests per HTTP case"
+    )
     parser.add_argument("--blob-mib", type=int, default=64)
     parser.add_argument("--n", type=int, default=1000, help="tags per in-process case")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
@@ -314,19 +327,42 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
     ours_dir = work / "ours"
     ours_dir.mkdir()
     env = {
-        **base_env, "ARTIFACTS_DATA_DIR": str(ours_dir), "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "bench-" + "x" * 40, "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+        **base_env,
+        "ARTIFACTS_DATA_DIR": str(ours_dir),
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "bench-" + "x" * 40,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
         "PYTHONPATH": str(ROOT),
         "ARTIFACTS_MAX_CONTENT_BYTES": str((args.blob_mib + 16) * MiB),
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    subprocess.run([*manage, "create_agent", "tagger", "--max", str(10**9)], cwd=ROOT, env=env,
-                   check=True, capture_output=True)
-    key = subprocess.run([*manage, "create_agent_key", "tagger"], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    daphne = DaphneServer(env, app="bench.rest_asgi:application", ready_path="/bare/hello",
-                          log_path=work / "daphne.log", timeout=60).start()
+    subprocess.run(
+        [*manage, "create_agent", "tagger", "--max", str(10**9)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    key = (
+        subprocess.run(
+            [*manage, "create_agent_key", "tagger"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    daphne = DaphneServer(
+        env,
+        app="bench.rest_asgi:application",
+        ready_path="/bare/hello",
+        log_path=work / "daphne.log",
+        timeout=60,
+    ).start()
     started.append(daphne)
 
     mlflow_dir = work / "mlflow"
@@ -334,10 +370,22 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
     mlflow_port = free_port()
     t0 = time.perf_counter()
     mlflow = subprocess.Popen(
-        [str(BENCH_VENV / "bin" / "mlflow"), "server", "--host", "127.0.0.1", "--port",
-         str(mlflow_port), "--backend-store-uri", f"sqlite:///{mlflow_dir / 'mlflow.db'}",
-         "--artifacts-destination", str(mlflow_dir / "artifacts"), "--serve-artifacts"],
-        cwd=mlflow_dir, env=base_env, stdout=open(work / "mlflow.log", "wb"),  # noqa: SIM115
+        [
+            str(BENCH_VENV / "bin" / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(mlflow_port),
+            "--backend-store-uri",
+            f"sqlite:///{mlflow_dir / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(mlflow_dir / "artifacts"),
+            "--serve-artifacts",
+        ],
+        cwd=mlflow_dir,
+        env=base_env,
+        stdout=open(work / "mlflow.log", "wb"),  # noqa: SIM115
         stderr=subprocess.STDOUT,
     )
     started.append(_Proc(mlflow))
@@ -350,7 +398,9 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
         except httpx.HTTPError:
             pass
         if mlflow.poll() is not None or time.monotonic() > deadline:
-            raise SystemExit("MLflow's server did not start:\n" + (work / "mlflow.log").read_text()[-2000:])
+            raise SystemExit(
+                "MLflow's server did not start:\n" + (work / "mlflow.log").read_text()[-2000:]
+            )
         time.sleep(0.5)
     print(f"MLflow server ready in {time.perf_counter() - t0:.1f} s", flush=True)
 
@@ -372,8 +422,9 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
             fh.write(os.urandom(MiB))
     size = blob.stat().st_size
 
-    client = httpx.Client(base_url=daphne.base_url, headers={"Authorization": f"Bearer {key}"},
-                          timeout=300)
+    client = httpx.Client(
+        base_url=daphne.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=300
+    )
     raw = httpx.Client(timeout=300)
     record = client.post("/tagger/v1/artifacts", json={"kind": "note", "key": "upload", "data": {}})
     upload_id = record.json()["id"]
@@ -389,8 +440,10 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
             t0 = time.perf_counter()
             response = client.post(
                 "/tagger/v1/artifacts",
-                files={"record": (None, b'{"kind": "note", "key": "upload", "data": {}}'),
-                       "contents": ("blob.bin", fh, "application/octet-stream")},
+                files={
+                    "record": (None, b'{"kind": "note", "key": "upload", "data": {}}'),
+                    "contents": ("blob.bin", fh, "application/octet-stream"),
+                },
             )
             elapsed = time.perf_counter() - t0
         assert response.status_code in (200, 201), response.text
@@ -400,8 +453,11 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
         before = reset_peak(daphne.process.pid)
         with open(blob, "rb") as fh:
             t0 = time.perf_counter()
-            response = client.put(f"/tagger/v1/artifacts/{upload_id}/content", content=fh,
-                                  headers={"Content-Type": "application/octet-stream"})
+            response = client.put(
+                f"/tagger/v1/artifacts/{upload_id}/content",
+                content=fh,
+                headers={"Content-Type": "application/octet-stream"},
+            )
             elapsed = time.perf_counter() - t0
         assert response.status_code == 200, response.text
         return size / elapsed / 1e6, (peak_rss(daphne.process.pid) - before) / MiB
@@ -424,10 +480,14 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
         return f"{raw_base}/raw/{raw_seq[0]}.json"
 
     cases = {
-        "tag_http": lambda: http_rate(client, "POST", "/tagger/v1/artifacts", args.requests, json=tag_body),
+        "tag_http": lambda: http_rate(
+            client, "POST", "/tagger/v1/artifacts", args.requests, json=tag_body
+        ),
         "hello_http": lambda: http_rate(client, "GET", "/bare/django-hello", args.requests),
         "mlflow_log_text": lambda: ml("log_text", n=args.requests),
-        "mlflow_raw_put": lambda: http_rate(raw, "PUT", raw_url, args.requests, content=b'{"n": 1}'),
+        "mlflow_raw_put": lambda: http_rate(
+            raw, "PUT", raw_url, args.requests, content=b'{"n": 1}'
+        ),
         "ours_multipart": ours_multipart,
         "ours_put": ours_put,
         "mlflow_log_artifact": lambda: ml("log_artifact", path=str(blob)),
@@ -455,7 +515,10 @@ def report(results: dict[str, list], args, load_before: str, load_after: str) ->
     hello = _med(results["hello_http"], 0)
     log_text = _med(results["mlflow_log_text"])
     raw_put = _med(results["mlflow_raw_put"], 0)
-    multi, multi_rss = _med(results["ours_multipart"], 0), max(v[1] for v in results["ours_multipart"])
+    multi, multi_rss = (
+        _med(results["ours_multipart"], 0),
+        max(v[1] for v in results["ours_multipart"]),
+    )
     put, put_rss = _med(results["ours_put"], 0), max(v[1] for v in results["ours_put"])
     log_artifact = _med(results["mlflow_log_artifact"])
     below, at_cap = _med(results["inproc_below"]), _med(results["inproc_at_cap"])
@@ -465,28 +528,54 @@ def report(results: dict[str, list], args, load_before: str, load_after: str) ->
         return "✔" if flag else "✘"
 
     rows = [
-        ("POST a tag, sequential, one daphne", f"{tag:,.0f} req/s, p50 {tag_p50:.1f} ms",
-         f"Django JSON hello, same daphne: {hello:,.0f} req/s", f"{tag / hello:.2f}×",
-         f"≥ 0.67× {ok(tag / hello >= 0.67)}"),
-        ("the same, against MLflow log_text / raw artifact PUT", f"{tag:,.0f} req/s",
-         f"{log_text:,.0f} / {raw_put:,.0f} req/s", f"{tag / log_text:.2f}× / {tag / raw_put:.2f}×",
-         f"≥ 4× {ok(tag / log_text >= 4)}; ≥ 2× {ok(tag / raw_put >= 2)}"),
-        (f"upload {args.blob_mib} MiB multipart", f"{multi:,.0f} MB/s, server peak RSS +{multi_rss:.1f} MiB",
-         f"MLflow log_artifact {log_artifact:,.0f} MB/s", f"{multi / log_artifact:.2f}×",
-         f"≥ 1× {ok(multi >= log_artifact)}, < 32 MiB {ok(multi_rss < 32)}"),
-        (f"upload {args.blob_mib} MiB raw PUT …/content", f"{put:,.0f} MB/s, server peak RSS +{put_rss:.1f} MiB",
-         f"MLflow log_artifact {log_artifact:,.0f} MB/s", f"{put / log_artifact:.2f}×",
-         f"≥ 1× {ok(put >= log_artifact)}, < 32 MiB {ok(put_rss < 32)}"),
-        ("tag in-process (Python API), below the cap", f"{below:,.0f} /s",
-         f"ADK FileArtifactService {adk_rate:,.0f} /s; raw sqlite3 upsert+evict {raw_rate:,.0f} /s",
-         f"{below / adk_rate:.2f}× ADK; {below / raw_rate:.2f}× raw",
-         f"≥ 2.4× {ok(below / adk_rate >= 2.4)}; ≥ 0.2× {ok(below / raw_rate >= 0.2)}"),
-        ("tag at the cap vs below", f"{at_cap:,.0f} /s", f"below {below:,.0f} /s",
-         f"{below / at_cap:.2f}× slower", f"≤ 1.2× {ok(below / at_cap <= 1.2)}"),
+        (
+            "POST a tag, sequential, one daphne",
+            f"{tag:,.0f} req/s, p50 {tag_p50:.1f} ms",
+            f"Django JSON hello, same daphne: {hello:,.0f} req/s",
+            f"{tag / hello:.2f}×",
+            f"≥ 0.67× {ok(tag / hello >= 0.67)}",
+        ),
+        (
+            "the same, against MLflow log_text / raw artifact PUT",
+            f"{tag:,.0f} req/s",
+            f"{log_text:,.0f} / {raw_put:,.0f} req/s",
+            f"{tag / log_text:.2f}× / {tag / raw_put:.2f}×",
+            f"≥ 4× {ok(tag / log_text >= 4)}; ≥ 2× {ok(tag / raw_put >= 2)}",
+        ),
+        (
+            f"upload {args.blob_mib} MiB multipart",
+            f"{multi:,.0f} MB/s, server peak RSS +{multi_rss:.1f} MiB",
+            f"MLflow log_artifact {log_artifact:,.0f} MB/s",
+            f"{multi / log_artifact:.2f}×",
+            f"≥ 1× {ok(multi >= log_artifact)}, < 32 MiB {ok(multi_rss < 32)}",
+        ),
+        (
+            f"upload {args.blob_mib} MiB raw PUT …/content",
+            f"{put:,.0f} MB/s, server peak RSS +{put_rss:.1f} MiB",
+            f"MLflow log_artifact {log_artifact:,.0f} MB/s",
+            f"{put / log_artifact:.2f}×",
+            f"≥ 1× {ok(put >= log_artifact)}, < 32 MiB {ok(put_rss < 32)}",
+        ),
+        (
+            "tag in-process (Python API), below the cap",
+            f"{below:,.0f} /s",
+            f"ADK FileArtifactService {adk_rate:,.0f} /s; raw sqlite3 upsert+evict {raw_rate:,.0f} /s",
+            f"{below / adk_rate:.2f}× ADK; {below / raw_rate:.2f}× raw",
+            f"≥ 2.4× {ok(below / adk_rate >= 2.4)}; ≥ 0.2× {ok(below / raw_rate >= 0.2)}",
+        ),
+        (
+            "tag at the cap vs below",
+            f"{at_cap:,.0f} /s",
+            f"below {below:,.0f} /s",
+            f"{below / at_cap:.2f}× slower",
+            f"≤ 1.2× {ok(below / at_cap <= 1.2)}",
+        ),
     ]
     print()
-    print(f"bench/peers.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{args.rounds} rounds, medians; load average {load_before} before, {load_after} after")
+    print(
+        f"bench/peers.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{args.rounds} rounds, medians; load average {load_before} before, {load_after} after"
+    )
     print()
     print("| measure | ours | peer / floor | ratio | goal |")
     print("|---|---|---|---|---|")

@@ -58,7 +58,9 @@ class HashedUpload(UploadedFile):
     """An uploaded file already hashed into blob storage's incoming area (``blob_writer``);
     ``blobs.blob_put`` moves it into place. Closed unfinished (a refused tag), it keeps nothing."""
 
-    def __init__(self, writer: BlobWriter, name: str, content_type: str, charset: str | None) -> None:
+    def __init__(
+        self, writer: BlobWriter, name: str | None, content_type: str | None, charset: str | None
+    ) -> None:
         super().__init__(io.BytesIO(), name, content_type, writer.size, charset)
         self.blob_writer = writer
 
@@ -84,9 +86,7 @@ class LimitedUploadHandler(FileUploadHandler):
         return None
 
     def file_complete(self, file_size: int) -> UploadedFile:
-        return HashedUpload(
-            self._writer, self.file_name, self.content_type, self.charset
-        )
+        return HashedUpload(self._writer, self.file_name, self.content_type, self.charset)
 
     def upload_interrupted(self) -> None:
         writer = getattr(self, "_writer", None)
@@ -99,7 +99,9 @@ class ORJSONRenderer(renderers.BaseRenderer):
     format = "json"
     charset = None
 
-    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None) -> bytes:
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> bytes:
         if data is None:
             return b""
         return orjson.dumps(data)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
 from django.http import HttpResponse
@@ -37,7 +37,18 @@ from artifacts_app.rest.parsers import (
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
 
 TAG_FIELDS = frozenset(
-    {"kind", "key", "title", "data", "sessionId", "turnId", "source", "contents", "contentsBase64", "contentType"}
+    {
+        "kind",
+        "key",
+        "title",
+        "data",
+        "sessionId",
+        "turnId",
+        "source",
+        "contents",
+        "contentsBase64",
+        "contentType",
+    }
 )
 SESSION_FIELDS = frozenset({"id", "owner"})
 
@@ -53,18 +64,19 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
-        # An agent key's agent came with the key (one statement, rest/auth.py): no second lookup.
+        # An agent key's agent came with the key (one statement, selectors.token_lookup):
+        # no second lookup of the slug.
         slug = self.kwargs["slug"]
         key = getattr(self.request.auth, "key", None)
         if key is not None and key.agent_id is not None and key.agent.slug == slug:
             return key.agent
-        return services.agent_get(slug)
+        return selectors.agent_get(slug)
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
 
 
-def _object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ArtifactError("invalid_body", "The body must be a JSON object.")
     unknown = sorted(set(body) - allowed)
@@ -110,10 +122,12 @@ class SessionsView(AgentView):
         agent = self.agent()
         caller = self.caller()
         access.session_visibility(caller, agent)  # 401 / 403 before the body is looked at
-        body = _object_body(request.data, SESSION_FIELDS)
+        body = object_body(request.data, SESSION_FIELDS)
         owner = body.get("owner")
         if owner is not None and not isinstance(owner, str):
-            raise ArtifactError("invalid_owner", "`owner` is a username or null.", {"field": "owner"})
+            raise ArtifactError(
+                "invalid_owner", "`owner` is a username or null.", {"field": "owner"}
+            )
         owner = access.require_session_create(caller, agent, owner)
         session = services.session_create(agent=agent, sid=body.get("id"), owner=owner)
         row = selectors.session_values(agent=agent, sid=session.sid)
@@ -154,7 +168,9 @@ def _contents(body: dict[str, Any]) -> bytes | str | None:
     if encoded is not None:
         if not isinstance(encoded, str):
             raise ArtifactError(
-                "invalid_base64", "`contentsBase64` is a base64 string.", {"field": "contentsBase64"}
+                "invalid_base64",
+                "`contentsBase64` is a base64 string.",
+                {"field": "contentsBase64"},
             )
         try:
             return base64.b64decode(encoded, validate=True)
@@ -225,7 +241,10 @@ class ArtifactsView(AgentView):
     @extend_schema(
         operation_id="artifacts_tag",
         summary="Tag an artifact (agent key): 201 created, 200 replaced",
-        request={"application/json": s.TagSerializer, "multipart/form-data": s.TagMultipartSerializer},
+        request={
+            "application/json": s.TagSerializer,
+            "multipart/form-data": s.TagMultipartSerializer,
+        },
         responses={
             201: OpenApiResponse(s.RecordSerializer, description="Created."),
             200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
@@ -239,7 +258,7 @@ class ArtifactsView(AgentView):
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
         else:
-            body = _object_body(request.data, TAG_FIELDS)
+            body = object_body(request.data, TAG_FIELDS)
             contents, content_type = _contents(body), body.get("contentType")
         result = _tag(agent, body, contents, content_type)
         return json_response(result.record.to_json(), status=201 if result.created else 200)
@@ -248,16 +267,19 @@ class ArtifactsView(AgentView):
         raw = request.data.get("record")
         if raw is None:
             raise ArtifactError(
-                "record_required", "A multipart tag needs a `record` part holding the JSON record.",
+                "record_required",
+                "A multipart tag needs a `record` part holding the JSON record.",
                 {"field": "record"},
             )
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ArtifactError(
-                "malformed_json", f"The `record` part is not valid JSON: {exc}.", {"field": "record"}
+                "malformed_json",
+                f"The `record` part is not valid JSON: {exc}.",
+                {"field": "record"},
             ) from None
-        body = _object_body(body, TAG_FIELDS)
+        body = object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
             contents: Any = _contents(body)
@@ -313,7 +335,9 @@ class ContentView(AgentView):
         operation_id="artifacts_content",
         summary="The record's blob, streamed; honours Range and If-None-Match",
         parameters=[
-            OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"),
+            OpenApiParameter(
+                "Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"
+            ),
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
         ],
         responses={
@@ -329,7 +353,8 @@ class ContentView(AgentView):
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
         if not row["blob_id"]:
             raise NotFoundError(
-                "no_content", f"Artifact {artifact_id!r} has no content; its record is all there is."
+                "no_content",
+                f"Artifact {artifact_id!r} has no content; its record is all there is.",
             )
         return content_response(
             request, sha256=row["blob_id"], size=row["blob__size"], content_type=row["content_type"]
@@ -367,7 +392,7 @@ class ContentView(AgentView):
         result = services.artifact_content_put(
             agent=agent,
             artifact_id=artifact_id,
-            contents=_BodyReader(request._request),
+            contents=cast(IO[bytes], _BodyReader(request._request)),  # read() is all blob_put uses
             content_type=content_type,
         )
         return json_response(result.record.to_json())

@@ -149,7 +149,7 @@ def test_sqlite_connection_to_a_replaced_file_is_replaced(tmp_path):
 def test_postgresql_connection_terminated_underneath_is_replaced(key, seen):
     created, finished = seen
     _run(_get("/reviewer/v1/artifacts", key))
-    (_, conn), = finished
+    ((_, conn),) = finished
     pid = conn.info.backend_pid
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(%s)", [pid])

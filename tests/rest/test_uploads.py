@@ -42,10 +42,18 @@ def served(tmp_path_factory):
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run(
-        [*manage, "create_agent_key", "reviewer"], cwd=ROOT, env=env, check=True,
-        capture_output=True, text=True,
-    ).stdout.strip().splitlines()[-1]
+    key = (
+        subprocess.run(
+            [*manage, "create_agent_key", "reviewer"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
         client = httpx.Client(
             base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
@@ -71,8 +79,14 @@ def _reset_peak(pid: int) -> int:
 
 
 def _files(root: Path) -> set[Path]:
-    return {p for p in root.rglob("*") if p.is_file() and p.suffix not in {".sqlite3", ".log"}
-            and "-wal" not in p.name and "-shm" not in p.name}
+    return {
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and p.suffix not in {".sqlite3", ".log"}
+        and "-wal" not in p.name
+        and "-shm" not in p.name
+    }
 
 
 def _tag_multipart(client: httpx.Client, contents: bytes) -> httpx.Response:
@@ -105,7 +119,8 @@ def test_64_mib_uploads_keep_the_server_within_32_mib(served):
     assert _tag_multipart(client, b"warm-up").status_code in (200, 201)
     record = _tag_multipart(client, b"warm-up 2").json()
     put = client.put(
-        f"/reviewer/v1/artifacts/{record['id']}/content", content=b"warm",
+        f"/reviewer/v1/artifacts/{record['id']}/content",
+        content=b"warm",
         headers={"Content-Type": "text/plain"},
     )
     assert put.status_code == 200, put.text
@@ -121,19 +136,23 @@ def test_64_mib_uploads_keep_the_server_within_32_mib(served):
     raw = blob[::-1]
     before = _reset_peak(pid)
     put = client.put(
-        f"/reviewer/v1/artifacts/{record['id']}/content", content=raw,
+        f"/reviewer/v1/artifacts/{record['id']}/content",
+        content=raw,
         headers={"Content-Type": "application/octet-stream"},
     )
     raw_growth = _peak_rss(pid) - before
     assert put.status_code == 200, put.text
     assert put.json()["content"] == {
-        "size": len(raw), "contentType": "application/octet-stream",
+        "size": len(raw),
+        "contentType": "application/octet-stream",
         "sha256": hashlib.sha256(raw).hexdigest(),
     }
     downloaded = client.get(f"/reviewer/v1/artifacts/{record['id']}/content")
     assert hashlib.sha256(downloaded.content).hexdigest() == hashlib.sha256(raw).hexdigest()
 
-    assert multipart_growth < RSS_BOUND, f"multipart grew the server by {multipart_growth / MIB:.1f} MiB"
+    assert multipart_growth < RSS_BOUND, (
+        f"multipart grew the server by {multipart_growth / MIB:.1f} MiB"
+    )
     assert raw_growth < RSS_BOUND, f"raw PUT grew the server by {raw_growth / MIB:.1f} MiB"
 
 
@@ -159,7 +178,8 @@ def _exchange(head: bytes, body_chunks) -> tuple[bytes, int]:
                 head_part, found, rest = answer.partition(b"\r\n\r\n")
                 if found:
                     length = [
-                        int(line.split(b":", 1)[1]) for line in head_part.split(b"\r\n")
+                        int(line.split(b":", 1)[1])
+                        for line in head_part.split(b"\r\n")
                         if line.lower().startswith(b"content-length:")
                     ]
                     if length and len(rest) >= length[0]:
@@ -184,9 +204,13 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read_and_nothing_is_kept(
 
     # Declared too large: answered at once, before a byte of the body is sent.
     head = (
-        b"PUT " + path + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key.encode()
+        b"PUT "
+        + path
+        + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + key.encode()
         + b"\r\nContent-Type: application/octet-stream\r\nContent-Length: "
-        + str(LIMIT + 1).encode() + b"\r\n\r\n"
+        + str(LIMIT + 1).encode()
+        + b"\r\n\r\n"
     )
     answer, sent = _exchange(head, [])
     status, body = _envelope(answer)
@@ -195,7 +219,10 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read_and_nothing_is_kept(
 
     # Chunked, no length: refused once the limit is passed; the rest is read and dropped.
     head = (
-        b"PUT " + path + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + key.encode()
+        b"PUT "
+        + path
+        + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + key.encode()
         + b"\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
     piece = b"z" * MIB

@@ -1,0 +1,110 @@
+"""The two reads every tag makes, as SQL (bench/tag.py: the ORM's Python around each statement
+cost as much as the rest of a tag). Portable to SQLite and PostgreSQL; names quoted by the
+connection, rows read by name."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection
+from django.utils.dateparse import parse_datetime
+
+from artifacts_app.models import Agent, Session
+
+AGENT_FIELDS = tuple(field.attname for field in Agent._meta.concrete_fields)
+
+
+def q(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def aware(value: Any) -> datetime:
+    # SQLite hands datetimes back as text; PostgreSQL as aware datetimes.
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def agent_by_slug(slug: str) -> Agent | None:
+    """The agent row for ``slug``, as the ORM would load it."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {', '.join(q(name) for name in AGENT_FIELDS)} FROM {q(Agent._meta.db_table)} "
+            "WHERE slug = %s",
+            [slug],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    values = dict(zip(AGENT_FIELDS, row, strict=True))
+    values["created_at"] = aware(values["created_at"])
+    return Agent.from_db(connection.alias, list(AGENT_FIELDS), list(values.values()))
+
+
+def _instance(model: Any, fields: list[Any], row: tuple[Any, ...]) -> Any:
+    # What the ORM's converters would do for these columns on SQLite (text datetimes, 0/1
+    # booleans); PostgreSQL hands both back typed already.
+    values = []
+    for field, value in zip(fields, row, strict=True):
+        if value is not None:
+            internal = field.get_internal_type()
+            if internal == "DateTimeField":
+                value = aware(value)
+            elif internal == "BooleanField":
+                value = bool(value)
+        values.append(value)
+    return model.from_db(connection.alias, [f.attname for f in fields], values)
+
+
+def api_key_by_hash(secret_hash: str) -> Any:
+    """The active key or token with this hash, with its agent or user loaded, in one indexed
+    statement (the unique ``secret_hash``; two primary-key joins). Every authenticated request runs
+    it; through the ORM's ``select_related`` it cost a third of a tag over HTTP (issue 11)."""
+    from django.contrib.auth import get_user_model
+
+    from artifacts_app.models import ApiKey
+
+    user_model: Any = get_user_model()
+    parts = [
+        (ApiKey, "k", list(ApiKey._meta.concrete_fields)),
+        (Agent, "a", list(Agent._meta.concrete_fields)),
+        (user_model, "u", list(user_model._meta.concrete_fields)),
+    ]
+    columns = ", ".join(f"{alias}.{q(f.column)}" for _, alias, fields in parts for f in fields)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM {q(ApiKey._meta.db_table)} k "
+            f"LEFT JOIN {q(Agent._meta.db_table)} a ON a.id = k.agent_id "
+            f"LEFT JOIN {q(user_model._meta.db_table)} u "
+            f"ON u.{q(user_model._meta.pk.column)} = k.user_id "
+            "WHERE k.secret_hash = %s AND k.revoked_at IS NULL",
+            [secret_hash],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    instances = []
+    start = 0
+    for model, _, fields in parts:
+        chunk = row[start : start + len(fields)]
+        start += len(fields)
+        instances.append(None if chunk[0] is None else _instance(model, fields, chunk))
+    key: Any = instances[0]
+    agent, user = instances[1], instances[2]
+    key.agent = agent
+    key.user = user
+    return key
+
+
+def session_pk(agent_id: int, sid: str) -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id FROM {q(Session._meta.db_table)} WHERE agent_id = %s AND sid = %s",
+            [agent_id, sid],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    (pk,) = row
+    return int(pk)
