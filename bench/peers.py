@@ -304,7 +304,8 @@ def main() -> None:
         run(args, bench_python, work, started, httpx)
     finally:
         for thing in reversed(started):
-            thing.close() if hasattr(thing, "close") else None
+            # DaphneServer stops, the workers and MLflow's server close.
+            (thing.stop if hasattr(thing, "stop") else thing.close)()
         shutil.rmtree(work, ignore_errors=True)
 
 
