@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler
+from django.db import connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
 try:
@@ -35,11 +38,20 @@ class SyncChainASGIHandler(ASGIHandler):
     concurrent requests: the list grows to the peak and its threads wait for reuse. An executor
     goes back on the list only once its thread is idle (a view outlives its request when the client
     disconnects). Figures: docs/benchmarks.md, "REST over daphne".
+
+    Each thread keeps its database connections between requests (DESIGN.md §10: ``CONN_MAX_AGE =
+    None`` with health checks), so a process holds at most one per thread, i.e. its peak of
+    requests in flight. A thread idle for ``RETIRE_AFTER`` seconds is retired: its connections are
+    closed on it (connections are per thread) and it ends. The most recently idle thread is taken
+    first, so after a burst the extra threads age out.
     """
+
+    RETIRE_AFTER = 60.0
 
     def __init__(self) -> None:
         super().__init__()
-        self._idle: collections.deque[ThreadPoolExecutor] = collections.deque()
+        # (executor, monotonic time it became idle); newest on the right.
+        self._idle: collections.deque[tuple[ThreadPoolExecutor, float]] = collections.deque()
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -47,8 +59,9 @@ class SyncChainASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        self._retire_idle(time.monotonic() - self.RETIRE_AFTER)
         try:
-            executor = self._idle.pop()
+            executor = self._idle.pop()[0]
         except IndexError:
             executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http")
         try:
@@ -56,7 +69,23 @@ class SyncChainASGIHandler(ASGIHandler):
                 await self.handle(scope, receive, send)
         finally:
             # Queued behind whatever the thread still runs: back on the list once it is idle.
-            executor.submit(self._idle.append, executor)
+            # Awaited (shielded: a cancelled request must not lose its thread) so that the
+            # request's task ends with its thread parked and the next request takes that thread.
+            await asyncio.shield(asyncio.wrap_future(executor.submit(self._park, executor)))
+
+    def _park(self, executor: ThreadPoolExecutor) -> None:
+        self._idle.append((executor, time.monotonic()))
+
+    def _retire_idle(self, before: float, *, wait: bool = False) -> None:
+        while self._idle and self._idle[0][1] < before:
+            executor = self._idle.popleft()[0]
+            executor.submit(connections.close_all)
+            executor.shutdown(wait=wait)
+
+    def retire_all(self) -> None:
+        """Retire every idle thread now, closing its connections on it, and wait for them to end
+        (tests; a process about to exit)."""
+        self._retire_idle(float("inf"), wait=True)
 
     async def get_response_async(self, request):
         return await sync_to_async(self.get_response, thread_sensitive=True)(request)
@@ -66,9 +95,14 @@ django_asgi_app = SyncChainASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agent_site import server  # noqa: E402
 from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
+
+# Daphne serving this site takes bodies with agent_site.server's request: no Twisted form parsing,
+# the body limit at the door, bodies handed on a chunk at a time (issue 11).
+server.install()
 
 application = ProtocolTypeRouter(
     {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -69,14 +70,21 @@ def database_from_url(url: str) -> dict:
             "PASSWORD": unquote(parts.password or ""),
             "HOST": parts.hostname or "",
             "PORT": str(parts.port or ""),
-            # Under ASGI every request may run on another thread: persistent connections leak.
-            "CONN_MAX_AGE": 0,
+            # DESIGN.md §10: a connection lives as long as its request thread (agent_site/asgi.py
+            # reuses them), checked at the first query of each request; with ?pool=1, psycopg's
+            # pool holds them instead (Django refuses persistent connections with a pool).
+            "CONN_MAX_AGE": None,
+            "CONN_HEALTH_CHECKS": True,
             "OPTIONS": options,
         }
         if pool:
+            config["CONN_MAX_AGE"] = 0
             config["OPTIONS"]["pool"] = {
                 "min_size": 1,
                 "max_size": env_int("DATABASE_POOL_SIZE", 10, minimum=1),
+                # A connection the server dropped (restart, pg_terminate_backend) is replaced
+                # when it is taken from the pool, not handed to a request.
+                "check": _pool_check,
             }
         return config
     if scheme == "sqlite":
@@ -93,12 +101,22 @@ def database_from_url(url: str) -> dict:
     )
 
 
+def _pool_check(connection: Any) -> None:
+    from psycopg_pool import ConnectionPool
+
+    ConnectionPool.check_connection(connection)
+
+
 def sqlite_database(path: Path) -> dict:
     # DESIGN.md §2: SQLite as a real embedded database. IMMEDIATE makes concurrent writers queue
     # on the busy timeout instead of failing with "database is locked" on lock upgrade.
+    # §10: connections live as long as their request thread; agent_site.sqlite's health check
+    # replaces one whose file was replaced underneath it.
     return {
-        "ENGINE": "django.db.backends.sqlite3",
+        "ENGINE": "agent_site.sqlite",
         "NAME": path,
+        "CONN_MAX_AGE": None,
+        "CONN_HEALTH_CHECKS": True,
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,

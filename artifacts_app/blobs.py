@@ -96,6 +96,68 @@ def _temp_dir(storage: Storage) -> str:
     return path
 
 
+class BlobWriter:
+    """Bytes written here go through sha256 into a temporary file beside the storage, under the
+    size limit; ``finish`` moves them into place under their hash. ``blob_put`` writes through one,
+    and so does the multipart upload handler (``rest/parsers.py``), so that an uploaded file is
+    hashed and written once, as it arrives. ``discard`` (or a refusal) keeps nothing."""
+
+    def __init__(self, *, max_bytes: int | None = None) -> None:
+        self.limit = max_content_bytes() if max_bytes is None else max_bytes
+        self.storage = blob_storage()
+        self.size = 0
+        self._digest = hashlib.sha256()
+        fd, self._path = tempfile.mkstemp(prefix="blob-", dir=_temp_dir(self.storage))
+        self._file: IO[bytes] | None = os.fdopen(fd, "wb")
+        self.stored: StoredBlob | None = None
+
+    def write(self, chunk: bytes) -> None:
+        if self._file is None:
+            raise ValueError("the blob was finished or discarded")
+        self.size += len(chunk)
+        if self.size > self.limit:
+            self.discard()
+            raise content_too_large(self.limit)
+        self._digest.update(chunk)
+        self._file.write(chunk)
+
+    def discard(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        if os.path.exists(self._path):
+            os.unlink(self._path)
+
+    def finish(self) -> StoredBlob:
+        if self.stored is not None:
+            return self.stored
+        if self._file is None:
+            raise ValueError("the blob was discarded")
+        try:
+            self._file.close()
+            self._file = None
+            sha = self._digest.hexdigest()
+            name = blob_name(sha)
+            _claim(sha, self.size)
+            storage = self.storage
+            if isinstance(storage, FileSystemStorage):
+                final = storage.path(name)
+                if not os.path.exists(final):
+                    os.makedirs(os.path.dirname(final), exist_ok=True)
+                    os.chmod(self._path, 0o644)
+                    os.replace(self._path, final)
+            elif not storage.exists(name):
+                if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
+                    _s3_upload(storage, name, self._path)
+                else:
+                    with open(self._path, "rb") as fh:
+                        storage.save(name, File(fh, name=name))
+            self.stored = StoredBlob(sha256=sha, size=self.size)
+            return self.stored
+        finally:
+            self.discard()
+
+
 def blob_put(
     source: bytes | str | IO[bytes] | Iterable[bytes], *, max_bytes: int | None = None
 ) -> StoredBlob:
@@ -103,39 +165,20 @@ def blob_put(
 
     Never holds more than one chunk of a file-like source in memory. Past ``max_bytes`` (default
     ``ARTIFACTS_MAX_CONTENT_BYTES``) it stops reading, keeps nothing and raises ``TooLargeError``.
+    A file that was written through a ``BlobWriter`` as it was received (an upload) is moved into
+    place without being read again.
     """
-    limit = max_content_bytes() if max_bytes is None else max_bytes
-    storage = blob_storage()
-    digest = hashlib.sha256()
-    size = 0
-    fd, tmp_path = tempfile.mkstemp(prefix="blob-", dir=_temp_dir(storage))
+    writer = getattr(source, "blob_writer", None)
+    if isinstance(writer, BlobWriter):
+        return writer.finish()
+    writer = BlobWriter(max_bytes=max_bytes)
     try:
-        with os.fdopen(fd, "wb") as tmp:
-            for chunk in _chunks(source):
-                size += len(chunk)
-                if size > limit:
-                    raise content_too_large(limit)
-                digest.update(chunk)
-                tmp.write(chunk)
-        sha = digest.hexdigest()
-        name = blob_name(sha)
-        _claim(sha, size)
-        if isinstance(storage, FileSystemStorage):
-            final = storage.path(name)
-            if not os.path.exists(final):
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                os.chmod(tmp_path, 0o644)
-                os.replace(tmp_path, final)
-        elif not storage.exists(name):
-            if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
-                _s3_upload(storage, name, tmp_path)
-            else:
-                with open(tmp_path, "rb") as fh:
-                    storage.save(name, File(fh, name=name))
-        return StoredBlob(sha256=sha, size=size)
-    finally:
-        if os.path.exists(tmp_path):
-            os.unlink(tmp_path)
+        for chunk in _chunks(source):
+            writer.write(chunk)
+    except BaseException:
+        writer.discard()
+        raise
+    return writer.finish()
 
 
 def _s3_upload(storage: Any, name: str, path: str) -> None:

@@ -28,15 +28,21 @@ def check_layer_for_processes(app_configs: Any = None, **_: Any) -> list[checks.
 
 @checks.register(checks.Tags.database)
 def check_persistent_connections(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
-    """Under ASGI requests run on changing threads: persistent connections leak (DESIGN.md §10)."""
+    """Connections live as long as their request thread (DESIGN.md §10): the site's ASGI handler
+    reuses its threads, so that is safe — but only with a health check, or a connection broken
+    underneath (a database restart, a replaced SQLite file) would fail the next request on it."""
     messages: list[checks.CheckMessage] = []
     for alias, conf in settings.DATABASES.items():
-        # Django's default is 0; None means "never close" (the worst case, so it warns too).
-        if conf.get("CONN_MAX_AGE", 0) != 0 and not conf.get("OPTIONS", {}).get("pool"):
+        # Django's default is 0; None means "never close".
+        persistent = conf.get("CONN_MAX_AGE", 0) != 0 and not conf.get("OPTIONS", {}).get("pool")
+        if persistent and not conf.get("CONN_HEALTH_CHECKS", False):
             messages.append(
                 checks.Warning(
-                    f"DATABASES[{alias!r}] sets CONN_MAX_AGE={conf['CONN_MAX_AGE']}; under ASGI "
-                    "use 0 or psycopg's pool (DATABASE_URL …?pool=1).",
+                    f"DATABASES[{alias!r}] keeps connections (CONN_MAX_AGE="
+                    f"{conf['CONN_MAX_AGE']}) without CONN_HEALTH_CHECKS: a connection the "
+                    "database dropped would fail the next request on its thread.",
+                    hint="Set CONN_HEALTH_CHECKS = True (the default settings do), or "
+                    "CONN_MAX_AGE = 0.",
                     id="artifacts.W102",
                 )
             )

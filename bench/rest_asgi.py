@@ -2,6 +2,8 @@
 """The ASGI app bench/rest.py serves with daphne: the project, plus the baselines of the same run.
 
 - ``/bare/insert`` (POST): a bare sync Django JSON view that inserts one row (the tag baseline).
+- ``/bare/django-hello``: a sync Django view answering ``{}`` through the project's handler and
+  middleware (the framework's floor for a JSON route, bench/peers.py);
 - ``/bare/file``: the same blob as the content case, as Django's ``FileResponse``.
 - ``/bare/asgi``: the same blob from a raw ASGI app, no Django, no flow control;
 - ``/bare/asgi-paced``: the same behind ``BackpressureMiddleware`` (the transport's ceiling);
@@ -45,11 +47,21 @@ def bare_insert(request):
     return HttpResponse(orjson.dumps({"ok": True}), status=201, content_type="application/json")
 
 
+def django_hello(request):
+    # The framework's floor for a JSON route: a sync Django view through the same handler and
+    # middleware as the project's routes, no database, no DRF (bench/peers.py).
+    return HttpResponse(b"{}", content_type="application/json")
+
+
 def bare_file(request):
     return FileResponse(open(BLOB_PATH, "rb"), content_type="application/octet-stream")
 
 
-urls.urlpatterns[:0] = [path("bare/insert", bare_insert), path("bare/file", bare_file)]
+urls.urlpatterns[:0] = [
+    path("bare/insert", bare_insert),
+    path("bare/file", bare_file),
+    path("bare/django-hello", django_hello),
+]
 
 
 async def bare_asgi(scope, receive, send):

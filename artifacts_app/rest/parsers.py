@@ -5,15 +5,17 @@ Responses are rendered with orjson too; the client's ``Accept`` does not choose 
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import orjson
 from django.conf import settings
-from django.core.files.uploadhandler import TemporaryFileUploadHandler
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler
 from rest_framework import parsers, renderers
 from rest_framework.negotiation import BaseContentNegotiation
 
-from artifacts_app.blobs import content_too_large, max_content_bytes
+from artifacts_app.blobs import BlobWriter
 from artifacts_app.errors import ArtifactError, TooLargeError
 
 
@@ -52,20 +54,44 @@ class MultiPartParser(parsers.MultiPartParser):
     media_type = "multipart/form-data"
 
 
-class LimitedUploadHandler(TemporaryFileUploadHandler):
-    """Streams a file part to a temporary file, and stops at ``ARTIFACTS_MAX_CONTENT_BYTES``."""
+class HashedUpload(UploadedFile):
+    """An uploaded file already hashed into blob storage's incoming area (``blob_writer``);
+    ``blobs.blob_put`` moves it into place. Closed unfinished (a refused tag), it keeps nothing."""
+
+    def __init__(
+        self, writer: BlobWriter, name: str | None, content_type: str | None, charset: str | None
+    ) -> None:
+        super().__init__(io.BytesIO(), name, content_type, writer.size, charset)
+        self.blob_writer = writer
+
+    def close(self) -> None:
+        if self.blob_writer.stored is None:
+            self.blob_writer.discard()
+        super().close()
+
+
+class LimitedUploadHandler(FileUploadHandler):
+    """Streams a file part through sha256 into blob storage (``BlobWriter``) as it is parsed, and
+    stops at ``ARTIFACTS_MAX_CONTENT_BYTES``: the bytes are written once, and nothing is kept of a
+    refused one."""
+
+    chunk_size = 256 * 1024
 
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
-        self._received = 0
-        self._limit = max_content_bytes()
+        self._writer = BlobWriter()
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
-        self._received += len(raw_data)
-        if self._received > self._limit:
-            self.file.close()
-            raise content_too_large(self._limit)
-        return super().receive_data_chunk(raw_data, start)
+        self._writer.write(raw_data)  # past the limit: discards and raises content_too_large
+        return None
+
+    def file_complete(self, file_size: int) -> UploadedFile:
+        return HashedUpload(self._writer, self.file_name, self.content_type, self.charset)
+
+    def upload_interrupted(self) -> None:
+        writer = getattr(self, "_writer", None)
+        if writer is not None:
+            writer.discard()
 
 
 class ORJSONRenderer(renderers.BaseRenderer):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
 from django.http import HttpResponse
@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.views import APIView
 
 from artifacts_app import access, selectors, services
+from artifacts_app.blobs import content_too_large, max_content_bytes
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent
 from artifacts_app.records import record_json
@@ -63,7 +64,13 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
-        return selectors.agent_get(self.kwargs["slug"])
+        # An agent key's agent came with the key (one statement, selectors.token_lookup):
+        # no second lookup of the slug.
+        slug = self.kwargs["slug"]
+        key = getattr(self.request.auth, "key", None)
+        if key is not None and key.agent_id is not None and key.agent.slug == slug:
+            return key.agent
+        return selectors.agent_get(slug)
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
@@ -321,7 +328,8 @@ class ArtifactDetailView(AgentView):
 
 
 class ContentView(AgentView):
-    """The record's content: streamed, with ETag, Range (206/416) and If-None-Match (304)."""
+    """The record's content: streamed, with ETag, Range (206/416) and If-None-Match (304); and
+    replaced with a raw body (``PUT``, agent key), streamed through sha256 into storage."""
 
     @extend_schema(
         operation_id="artifacts_content",
@@ -351,6 +359,53 @@ class ContentView(AgentView):
         return content_response(
             request, sha256=row["blob_id"], size=row["blob__size"], content_type=row["content_type"]
         )
+
+    @extend_schema(
+        operation_id="artifacts_content_put",
+        summary="Replace the record's content with the body (agent key); a re-tag of content only",
+        request={"*/*": OpenApiTypes.BINARY},
+        parameters=[
+            OpenApiParameter(
+                "Content-Type",
+                str,
+                OpenApiParameter.HEADER,
+                required=True,
+                description="The content's type (one media type).",
+            ),
+        ],
+        responses={200: s.RecordSerializer, **errors(413)},
+    )
+    def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+        agent = self.agent()
+        access.require_tag(self.caller(), agent)  # refuse before reading (or storing) a body
+        content_type = request.META.get("CONTENT_TYPE", "").strip()
+        if not content_type:
+            raise ArtifactError(
+                "content_type_required",
+                "Send the content's type as the Content-Type header (e.g. text/markdown).",
+                {"header": "Content-Type"},
+            )
+        limit = max_content_bytes()
+        length = request.META.get("CONTENT_LENGTH")
+        if length and str(length).isdigit() and int(length) > limit:
+            raise content_too_large(limit)
+        result = services.artifact_content_put(
+            agent=agent,
+            artifact_id=artifact_id,
+            contents=cast(IO[bytes], _BodyReader(request._request)),  # read() is all blob_put uses
+            content_type=content_type,
+        )
+        return json_response(result.record.to_json())
+
+
+class _BodyReader:
+    """The request body as a plain binary file for ``blobs.blob_put`` (read only, no seek)."""
+
+    def __init__(self, request: Any) -> None:
+        self._request = request
+
+    def read(self, size: int = -1) -> bytes:
+        return self._request.read(size)
 
 
 class KindsView(AgentView):

@@ -17,6 +17,7 @@ from artifacts_app.selectors import agent_get, token_lookup
 from artifacts_app.services.agents import agent_create, agents_sync_declared
 from artifacts_app.services.artifacts import (
     TagResult,
+    artifact_content_put,
     artifact_delete,
     artifact_tag,
     artifacts_delete,
@@ -50,6 +51,7 @@ __all__ = [
     "agent_keys_revoke",
     "agents_sync_declared",
     "api_key_revoke",
+    "artifact_content_put",
     "artifact_delete",
     "artifact_tag",
     "artifacts_delete",

@@ -52,6 +52,7 @@ class _Tag:
     session_id: str | None
     turn_id: str | None
     source: str
+    artifact_id: str | None = None  # re-tag this existing record (artifact_content_put)
 
 
 def artifact_tag(
@@ -66,12 +67,14 @@ def artifact_tag(
     source: str = Artifact.SOURCE_HOST,
     contents: Contents | None = None,
     content_type: str | None = None,
+    artifact_id: str | None = None,
 ) -> TagResult:
     """Tag an artifact: upsert by ``key``, keep or drop content, evict past ``max``, emit events.
 
     ``contents`` may be bytes, a str (stored as UTF-8) or a binary file, which is streamed.
     Answers the stored record and whether it was created. Refusals raise ``ArtifactError`` and
-    leave no record, no event and no counter change.
+    leave no record, no event and no counter change. ``artifact_id`` re-tags that existing record
+    (an unkeyed one too; ``artifact_content_put``); gone by then: 404.
     """
     agent = selectors.agent_get(agent)
     spec = spec_for(agent)
@@ -87,7 +90,9 @@ def artifact_tag(
         has_contents=contents is not None,
         content_type=content_type,
     )
-    tag = _Tag(agent, spec.max, kind_name, key, title, parsed, session_id, turn_id, source)
+    tag = _Tag(
+        agent, spec.max, kind_name, key, title, parsed, session_id, turn_id, source, artifact_id
+    )
     content: ContentInfo | None = None
     if contents is not None:
         if session_id is not None and selectors.session_pk(agent.pk, session_id) is None:
@@ -110,8 +115,14 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
         if session_pk is None:
             raise _unknown_session(agent, tag.session_id)
     now = timezone.now()
-    artifact_id = keyed_id(agent.slug, tag.key) if tag.key is not None else new_id()
-    previous = _sql.artifact_previous(artifact_id) if tag.key is not None else None
+    retag = tag.artifact_id is not None
+    if tag.key is not None:
+        artifact_id = keyed_id(agent.slug, tag.key)
+    else:
+        artifact_id = tag.artifact_id or new_id()
+    previous = _sql.artifact_previous(artifact_id) if tag.key is not None or retag else None
+    if retag and previous is None:
+        raise _unknown_artifact(agent, artifact_id)
     if content is None and previous and previous.blob_id and previous.session_id == session_pk:
         # Rule 3: a re-tag without contents keeps its content while the session stays. A new
         # record without contents, or one that changed session, has none: old content must
@@ -172,6 +183,44 @@ def _evict(agent: Agent, *, keep_id: str, count: int, batch: EventBatch, at: dat
     tagged, each with an ``artifact.deleted`` event of reason ``evicted``."""
     evicted = _sql.evict_oldest(agent.pk, keep_id=keep_id, count=count)
     return _deleted_events(evicted, batch=batch, reason="evicted", at=at)
+
+
+def artifact_content_put(
+    *,
+    agent: Agent | str,
+    artifact_id: str,
+    contents: Contents,
+    content_type: str,
+) -> TagResult:
+    """Replace a record's content (API.md, ``PUT artifacts/<id>/content``): a re-tag that keeps
+    every other field of the record, through ``artifact_tag`` (the same rules, limit and event)."""
+    agent = selectors.agent_get(agent)
+    row = (
+        Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
+        .values("kind", "key", "title", "data", "session__sid", "turn_id", "source")
+        .first()
+    )
+    if row is None:
+        raise _unknown_artifact(agent, artifact_id)
+    return artifact_tag(
+        agent=agent,
+        artifact_id=artifact_id,
+        kind=row["kind"],
+        key=row["key"],
+        title=row["title"],
+        data=row["data"],
+        session_id=row["session__sid"],
+        turn_id=row["turn_id"],
+        source=row["source"],
+        contents=contents,
+        content_type=content_type,
+    )
+
+
+def _unknown_artifact(agent: Agent, artifact_id: str) -> NotFoundError:
+    return NotFoundError(
+        "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
+    )
 
 
 def _unknown_session(agent: Agent, session_id: str) -> NotFoundError:

@@ -12,7 +12,7 @@ from tests.servers import ROOT, DaphneServer
 
 def test_database_url() -> str:
     conf = connection.settings_dict
-    if conf["ENGINE"].endswith("sqlite3"):
+    if connection.vendor == "sqlite":
         return f"sqlite:///{Path(conf['NAME']).resolve()}"
     user = conf.get("USER") or "postgres"
     password = f":{conf['PASSWORD']}" if conf.get("PASSWORD") else ""

@@ -59,6 +59,9 @@ MATRIX: dict[tuple[str, str], dict[str, int]] = {
     ("artifacts/<artifact_id>/content", "GET"): dict(
         none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
     ),
+    ("artifacts/<artifact_id>/content", "PUT"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
     ("tools/tag_artifact", "GET"): dict(
         none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=200
     ),
@@ -110,6 +113,8 @@ def _path(world: World, route: str) -> str:
 
 
 def _body(route: str, method: str) -> dict | None:
+    if method == "PUT":  # the raw content; the test client sends no Content-Type with no body
+        return {"replaced": True}
     if method != "POST":
         return None
     if route == "sessions":

@@ -106,8 +106,12 @@ def test_s3_settings_select_django_storages():
 def test_database_url_pool_and_conn_max_age():
     conf = database_from_url("postgres://u:p@db:5433/art?pool=1")
     assert conf["CONN_MAX_AGE"] == 0 and conf["OPTIONS"]["pool"]["max_size"] >= 1
+    assert callable(conf["OPTIONS"]["pool"]["check"])
     assert conf["NAME"] == "art" and conf["PORT"] == "5433"
-    assert "pool" not in database_from_url("postgres://u@db/art")["OPTIONS"]
+    plain = database_from_url("postgres://u@db/art")
+    assert "pool" not in plain["OPTIONS"]
+    # Without the pool, a connection lives as long as its request thread, health-checked.
+    assert plain["CONN_MAX_AGE"] is None and plain["CONN_HEALTH_CHECKS"] is True
 
 
 def test_more_than_one_process_refuses_the_in_memory_layer(settings):
@@ -125,10 +129,13 @@ def test_more_than_one_process_refuses_the_in_memory_layer(settings):
     assert checks.check_layer_for_processes() == []
 
 
-@pytest.mark.parametrize(("age", "warned"), [(60, True), (None, True), (0, False)])
-def test_persistent_connections_warn(settings, age, warned):
+@pytest.mark.parametrize(
+    ("age", "health", "warned"),
+    [(60, False, True), (None, False, True), (None, True, False), (0, False, False)],
+)
+def test_persistent_connections_without_health_checks_warn(settings, age, health, warned):
     # None is Django's "unlimited persistent connections": the check must not take it for "unset".
-    default = {**settings.DATABASES["default"], "CONN_MAX_AGE": age}
+    default = {**settings.DATABASES["default"], "CONN_MAX_AGE": age, "CONN_HEALTH_CHECKS": health}
     default["OPTIONS"] = {k: v for k, v in default.get("OPTIONS", {}).items() if k != "pool"}
     settings.DATABASES = {**settings.DATABASES, "default": default}
     expected = ["artifacts.W102"] if warned else []

@@ -1,0 +1,590 @@
+"""The agent's road against what a user would pick instead, on this machine, in interleaved rounds.
+
+    .venv/bin/python bench/peers.py [--rounds 5] [--requests 200] [--blob-mib 64] [--n 1000]
+
+Peers: MLflow's tracking server with proxied artifacts (``mlflow server --serve-artifacts``,
+SQLite backend store, artifacts on local disk, its default workers) and Google ADK's
+``FileArtifactService``. They live in their own virtualenv, ``.venv-bench``, made on first use with
+``pip install -e .[bench]`` (mlflow and google-adk pull in hundreds of packages whose pins need not
+agree with the test venv's); their clients run there as worker processes, ours in ``.venv``.
+
+Every round runs every case once, in the same order, so a slow spell of the shared machine hits
+all of them; the table shows each case's median round and ratios of medians:
+
+- tag over HTTP, sequential, one daphne (``POST artifacts`` with an agent key), beside a Django
+  JSON hello (a sync view through the same handler and middleware on the same daphne), MLflow's
+  ``log_text`` (its SDK call: one artifact PUT through the tracking server) and its raw artifact PUT;
+- a ``--blob-mib`` upload: ours multipart ``POST artifacts`` and raw ``PUT …/content``, with the
+  daphne process's peak-RSS growth (``/proc``), beside MLflow's ``log_artifact`` of the same file;
+- tag in-process (the Python API, ``artifacts(slug).tag``) below the cap and at the cap (each tag
+  evicts one), beside ADK's ``save_artifact`` and a raw ``sqlite3`` transaction of the same shape
+  (counter row, upsert, evict past the cap, one event row; WAL, synchronous=NORMAL).
+Also the load average before and after, since other work shares the machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_VENV = ROOT / ".venv-bench"
+MiB = 1024 * 1024
+sys.path.insert(0, str(ROOT))
+
+from tests.servers import DaphneServer, free_port  # noqa: E402
+
+# --------------------------------------------------------------------------------------------
+# Workers: one process per side, answering one JSON line per case.
+
+
+def worker_main(kind: str) -> None:
+    """``python bench/peers.py --worker ours|adk|mlflow``: run cases read from stdin."""
+    handlers = {"ours": _OursWorker, "adk": _AdkWorker, "mlflow": _MlflowWorker}[kind]()
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        value = getattr(handlers, request["case"])(**request.get("args", {}))
+        print(json.dumps({"value": value}), flush=True)
+
+
+class _OursWorker:
+    """The Python API in-process, on its own SQLite data dir (DEBUG off), and raw sqlite3."""
+
+    def __init__(self) -> None:
+        from bench._setup import django_setup
+
+        django_setup()
+        from artifacts_app import services
+
+        self.below = services.agent_create(slug="below", max_artifacts=10**9)
+        self.cap = services.agent_create(slug="atcap", max_artifacts=500)
+        self.seq = 0
+        from artifacts_app import artifacts
+
+        api = artifacts("atcap")
+        for i in range(500):  # fill to the cap: every later tag of a new key evicts one
+            api.tag(kind="note", key=f"fill-{i}", data={"i": i})
+        import sqlite3
+
+        self.raw_path = Path(os.environ["ARTIFACTS_DATA_DIR"]) / "raw.sqlite3"
+        self.raw = sqlite3.connect(self.raw_path, isolation_level=None)
+        self.raw.executescript(
+            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+            "CREATE TABLE agent (id INTEGER PRIMARY KEY, count INTEGER, last_seq INTEGER);"
+            "CREATE TABLE art (id TEXT PRIMARY KEY, agent INTEGER, key TEXT, data TEXT,"
+            " updated_at REAL);"
+            "CREATE INDEX art_agent_updated ON art (agent, updated_at, id);"
+            "CREATE TABLE event (agent INTEGER, seq INTEGER, type TEXT, artifact TEXT,"
+            " payload TEXT, PRIMARY KEY (agent, seq));"
+            "INSERT INTO agent VALUES (1, 0, 0);"
+        )
+
+    def _tag(self, slug: str, n: int) -> float:
+        from artifacts_app import artifacts
+
+        api = artifacts(slug)
+        start = time.perf_counter()
+        for _ in range(n):
+            self.seq += 1
+            api.tag(kind="note", key=f"k-{self.seq}", data={"n": self.seq, "text": "x" * 64})
+        return n / (time.perf_counter() - start)
+
+    def tag_below(self, n: int) -> float:
+        return self._tag("below", n)
+
+    def tag_at_cap(self, n: int) -> float:
+        return self._tag("atcap", n)
+
+    def raw_sqlite(self, n: int, cap: int = 10**9) -> float:
+        db = self.raw
+        start = time.perf_counter()
+        for _ in range(n):
+            self.seq += 1
+            db.execute("BEGIN IMMEDIATE")
+            count, seq = db.execute("SELECT count, last_seq FROM agent WHERE id = 1").fetchone()
+            inserted = db.execute(
+                "INSERT INTO art VALUES (?, 1, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "data = excluded.data, updated_at = excluded.updated_at",
+                (f"a{self.seq}", f"k-{self.seq}", json.dumps({"n": self.seq}), time.time()),
+            ).rowcount
+            count += inserted
+            if count > cap:
+                db.execute(
+                    "DELETE FROM art WHERE id IN (SELECT id FROM art WHERE agent = 1 "
+                    "ORDER BY updated_at, id LIMIT ?)",
+                    (count - cap,),
+                )
+                count = cap
+            db.execute(
+                "INSERT INTO event VALUES (1, ?, 'artifact.tagged', ?, ?)",
+                (seq + 1, f"a{self.seq}", json.dumps({"id": f"a{self.seq}", "n": self.seq})),
+            )
+            db.execute("UPDATE agent SET count = ?, last_seq = ? WHERE id = 1", (count, seq + 1))
+            db.execute("COMMIT")
+        return n / (time.perf_counter() - start)
+
+
+class _AdkWorker:
+    def __init__(self) -> None:
+        import asyncio
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        from google.adk.artifacts import FileArtifactService
+        from google.genai import types
+
+        self.loop = asyncio.new_event_loop()
+        self.root = tempfile.mkdtemp(prefix="adk-bench-")
+        self.service = FileArtifactService(root_dir=self.root)
+        self.types = types
+        self.seq = 0
+
+    def save(self, n: int) -> float:
+        async def run() -> float:
+            start = time.perf_counter()
+            for _ in range(n):
+                self.seq += 1
+                part = self.types.Part.from_text(text=json.dumps({"n": self.seq, "text": "x" * 64}))
+                await self.service.save_artifact(
+                    app_name="bench",
+                    user_id="u",
+                    session_id="s",
+                    filename=f"k-{self.seq}.json",
+                    artifact=part,
+                )
+            return n / (time.perf_counter() - start)
+
+        return self.loop.run_until_complete(run())
+
+
+class _MlflowWorker:
+    def __init__(self) -> None:
+        import warnings
+
+        warnings.filterwarnings("ignore")
+        import mlflow
+        from mlflow import MlflowClient
+
+        mlflow.set_tracking_uri(os.environ["MLFLOW_TRACKING_URI"])
+        self.client = MlflowClient()
+        experiment = self.client.create_experiment(f"bench-{os.getpid()}-{time.time_ns()}")
+        self.run_id = self.client.create_run(experiment).info.run_id
+        self.seq = 0
+
+    def log_text(self, n: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n):
+            self.seq += 1
+            self.client.log_text(self.run_id, json.dumps({"n": self.seq}), f"notes/{self.seq}.json")
+        return n / (time.perf_counter() - start)
+
+    def log_artifact(self, path: str) -> float:
+        size = os.path.getsize(path)
+        start = time.perf_counter()
+        self.client.log_artifact(self.run_id, path, artifact_path=f"blobs/{time.time_ns()}")
+        return size / (time.perf_counter() - start) / 1e6
+
+    def artifact_url(self) -> str:
+        run = self.client.get_run(self.run_id)
+        return run.info.artifact_uri  # mlflow-artifacts:/<exp>/<run>/artifacts
+
+
+class Worker:
+    def __init__(self, python: Path, kind: str, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [str(python), str(Path(__file__).resolve()), "--worker", kind],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        ready = self.process.stdout.readline()
+        if not ready:
+            raise SystemExit(f"bench/peers.py: the {kind} worker did not start")
+
+    def __call__(self, case: str, **args: object) -> object:
+        self.process.stdin.write(json.dumps({"case": case, "args": args}) + "\n")
+        self.process.stdin.flush()
+        line = self.process.stdout.readline()
+        if not line:
+            raise SystemExit(f"bench/peers.py: a worker died during {case}")
+        return json.loads(line)["value"]
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+# --------------------------------------------------------------------------------------------
+# The driver.
+
+
+def ensure_bench_venv() -> Path:
+    python = BENCH_VENV / "bin" / "python"
+    if not python.exists():
+        print(
+            "Creating .venv-bench with the [bench] extra (mlflow, google-adk, httpx) …", flush=True
+        )
+        subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "-e", f"{ROOT}[bench]"], check=True
+        )
+    return python
+
+
+def peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def reset_peak(pid: int) -> int:
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pass
+    return peak_rss(pid)
+
+
+def http_rate(client, method: str, url: str, n: int, **kwargs) -> tuple[float, float]:
+    """(requests/s, p50 ms) of ``n`` sequential requests."""
+    times = []
+    start = time.perf_counter()
+    for i in range(n):
+        t0 = time.perf_counter()
+        body = kwargs.get("json")
+        if callable(body):
+            response = client.request(method, url, json=body(i))
+        else:
+            response = client.request(method, url(i) if callable(url) else url, **kwargs)
+        if response.status_code >= 300:
+            raise SystemExit(f"{method} {url}: {response.status_code} {response.text[:300]}")
+        times.append(time.perf_counter() - t0)
+    return n / (time.perf_counter() - start), statistics.median(times) * 1000
+
+
+def loadavg() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--requests", type=int, default=200, help="sequential requests per HTTP case"
+    )
+    parser.add_argument("--blob-mib", type=int, default=64)
+    parser.add_argument("--n", type=int, default=1000, help="tags per in-process case")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        return worker_main(args.worker)
+
+    import httpx
+
+    bench_python = ensure_bench_venv()
+    work = Path(tempfile.mkdtemp(prefix="peers-bench-"))
+    started: list = []
+    try:
+        run(args, bench_python, work, started, httpx)
+    finally:
+        for thing in reversed(started):
+            # DaphneServer stops, the workers and MLflow's server close.
+            (thing.stop if hasattr(thing, "stop") else thing.close)()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+class _Proc:
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(5)
+
+
+def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
+    load_before = loadavg()
+    base_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    ours_dir = work / "ours"
+    ours_dir.mkdir()
+    env = {
+        **base_env,
+        "ARTIFACTS_DATA_DIR": str(ours_dir),
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "bench-" + "x" * 40,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+        "PYTHONPATH": str(ROOT),
+        "ARTIFACTS_MAX_CONTENT_BYTES": str((args.blob_mib + 16) * MiB),
+    }
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [*manage, "create_agent", "tagger", "--max", str(10**9)],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    key = (
+        subprocess.run(
+            [*manage, "create_agent_key", "tagger"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    daphne = DaphneServer(
+        env,
+        app="bench.rest_asgi:application",
+        ready_path="/bare/hello",
+        log_path=work / "daphne.log",
+        timeout=60,
+    ).start()
+    started.append(daphne)
+
+    mlflow_dir = work / "mlflow"
+    mlflow_dir.mkdir()
+    mlflow_port = free_port()
+    t0 = time.perf_counter()
+    mlflow = subprocess.Popen(
+        [
+            str(BENCH_VENV / "bin" / "mlflow"),
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(mlflow_port),
+            "--backend-store-uri",
+            f"sqlite:///{mlflow_dir / 'mlflow.db'}",
+            "--artifacts-destination",
+            str(mlflow_dir / "artifacts"),
+            "--serve-artifacts",
+        ],
+        cwd=mlflow_dir,
+        env=base_env,
+        stdout=open(work / "mlflow.log", "wb"),  # noqa: SIM115
+        stderr=subprocess.STDOUT,
+    )
+    started.append(_Proc(mlflow))
+    mlflow_url = f"http://127.0.0.1:{mlflow_port}"
+    deadline = time.monotonic() + 180
+    while True:
+        try:
+            if httpx.get(mlflow_url + "/health", timeout=2).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if mlflow.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(
+                "MLflow's server did not start:\n" + (work / "mlflow.log").read_text()[-2000:]
+            )
+        time.sleep(0.5)
+    print(f"MLflow server ready in {time.perf_counter() - t0:.1f} s", flush=True)
+
+    peer_env = {**base_env, "MLFLOW_TRACKING_URI": mlflow_url, "PYTHONPATH": str(ROOT)}
+    ml = Worker(bench_python, "mlflow", peer_env)
+    started.append(ml)
+    adk = Worker(bench_python, "adk", peer_env)
+    started.append(adk)
+    ours_env = {**env, "ARTIFACTS_DATA_DIR": str(work / "inproc")}
+    (work / "inproc").mkdir()
+    ours = Worker(Path(sys.executable), "ours", ours_env)
+    started.append(ours)
+
+    artifact_uri = ml("artifact_url")
+    raw_base = mlflow_url + "/api/2.0/mlflow-artifacts/artifacts/" + artifact_uri.split(":/", 1)[1]
+    blob = work / "blob.bin"
+    with open(blob, "wb") as fh:
+        for _ in range(args.blob_mib):
+            fh.write(os.urandom(MiB))
+    size = blob.stat().st_size
+
+    client = httpx.Client(
+        base_url=daphne.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=300
+    )
+    raw = httpx.Client(timeout=300)
+    record = client.post("/tagger/v1/artifacts", json={"kind": "note", "key": "upload", "data": {}})
+    upload_id = record.json()["id"]
+    seq = [0]
+
+    def tag_body(i: int) -> dict:
+        seq[0] += 1
+        return {"kind": "note", "key": f"k-{seq[0]}", "data": {"n": seq[0], "text": "x" * 64}}
+
+    def ours_multipart() -> tuple[float, float]:
+        before = reset_peak(daphne.process.pid)
+        with open(blob, "rb") as fh:
+            t0 = time.perf_counter()
+            response = client.post(
+                "/tagger/v1/artifacts",
+                files={
+                    "record": (None, b'{"kind": "note", "key": "upload", "data": {}}'),
+                    "contents": ("blob.bin", fh, "application/octet-stream"),
+                },
+            )
+            elapsed = time.perf_counter() - t0
+        assert response.status_code in (200, 201), response.text
+        return size / elapsed / 1e6, (peak_rss(daphne.process.pid) - before) / MiB
+
+    def ours_put() -> tuple[float, float]:
+        before = reset_peak(daphne.process.pid)
+        with open(blob, "rb") as fh:
+            t0 = time.perf_counter()
+            response = client.put(
+                f"/tagger/v1/artifacts/{upload_id}/content",
+                content=fh,
+                headers={"Content-Type": "application/octet-stream"},
+            )
+            elapsed = time.perf_counter() - t0
+        assert response.status_code == 200, response.text
+        return size / elapsed / 1e6, (peak_rss(daphne.process.pid) - before) / MiB
+
+    # Warm up every path once (imports, query plans, MLflow's first-request work).
+    http_rate(client, "POST", "/tagger/v1/artifacts", 20, json=tag_body)
+    http_rate(client, "GET", "/bare/django-hello", 20)
+    ml("log_text", n=5)
+    http_rate(raw, "PUT", lambda i: f"{raw_base}/warm/{i}.json", 5, content=b"{}")
+    ours("tag_below", n=50)
+    ours("tag_at_cap", n=50)
+    ours("raw_sqlite", n=50)
+    adk("save", n=20)
+
+    results: dict[str, list] = {}
+    raw_seq = [0]
+
+    def raw_url(i: int) -> str:
+        raw_seq[0] += 1
+        return f"{raw_base}/raw/{raw_seq[0]}.json"
+
+    cases = {
+        "tag_http": lambda: http_rate(
+            client, "POST", "/tagger/v1/artifacts", args.requests, json=tag_body
+        ),
+        "hello_http": lambda: http_rate(client, "GET", "/bare/django-hello", args.requests),
+        "mlflow_log_text": lambda: ml("log_text", n=args.requests),
+        "mlflow_raw_put": lambda: http_rate(
+            raw, "PUT", raw_url, args.requests, content=b'{"n": 1}'
+        ),
+        "ours_multipart": ours_multipart,
+        "ours_put": ours_put,
+        "mlflow_log_artifact": lambda: ml("log_artifact", path=str(blob)),
+        "inproc_below": lambda: ours("tag_below", n=args.n),
+        "inproc_at_cap": lambda: ours("tag_at_cap", n=args.n),
+        "adk_save": lambda: adk("save", n=args.n),
+        "raw_sqlite": lambda: ours("raw_sqlite", n=args.n, cap=500),
+    }
+    for r in range(args.rounds):
+        for name, case in cases.items():
+            results.setdefault(name, []).append(case())
+        print(f"round {r + 1}/{args.rounds} done (load {loadavg()})", flush=True)
+    load_after = loadavg()
+    report(results, args, load_before, load_after)
+
+
+def _med(values: list, index: int | None = None) -> float:
+    if index is not None:
+        values = [v[index] for v in values]
+    return statistics.median(values)
+
+
+def report(results: dict[str, list], args, load_before: str, load_after: str) -> None:
+    tag, tag_p50 = _med(results["tag_http"], 0), _med(results["tag_http"], 1)
+    hello = _med(results["hello_http"], 0)
+    log_text = _med(results["mlflow_log_text"])
+    raw_put = _med(results["mlflow_raw_put"], 0)
+    multi, multi_rss = (
+        _med(results["ours_multipart"], 0),
+        max(v[1] for v in results["ours_multipart"]),
+    )
+    put, put_rss = _med(results["ours_put"], 0), max(v[1] for v in results["ours_put"])
+    log_artifact = _med(results["mlflow_log_artifact"])
+    below, at_cap = _med(results["inproc_below"]), _med(results["inproc_at_cap"])
+    adk_rate, raw_rate = _med(results["adk_save"]), _med(results["raw_sqlite"])
+
+    def ok(flag: bool) -> str:
+        return "✔" if flag else "✘"
+
+    rows = [
+        (
+            "POST a tag, sequential, one daphne",
+            f"{tag:,.0f} req/s, p50 {tag_p50:.1f} ms",
+            f"Django JSON hello, same daphne: {hello:,.0f} req/s",
+            f"{tag / hello:.2f}×",
+            f"≥ 0.67× {ok(tag / hello >= 0.67)}",
+        ),
+        (
+            "the same, against MLflow log_text / raw artifact PUT",
+            f"{tag:,.0f} req/s",
+            f"{log_text:,.0f} / {raw_put:,.0f} req/s",
+            f"{tag / log_text:.2f}× / {tag / raw_put:.2f}×",
+            f"≥ 4× {ok(tag / log_text >= 4)}; ≥ 2× {ok(tag / raw_put >= 2)}",
+        ),
+        (
+            f"upload {args.blob_mib} MiB multipart",
+            f"{multi:,.0f} MB/s, server peak RSS +{multi_rss:.1f} MiB",
+            f"MLflow log_artifact {log_artifact:,.0f} MB/s",
+            f"{multi / log_artifact:.2f}×",
+            f"≥ 1× {ok(multi >= log_artifact)}, < 32 MiB {ok(multi_rss < 32)}",
+        ),
+        (
+            f"upload {args.blob_mib} MiB raw PUT …/content",
+            f"{put:,.0f} MB/s, server peak RSS +{put_rss:.1f} MiB",
+            f"MLflow log_artifact {log_artifact:,.0f} MB/s",
+            f"{put / log_artifact:.2f}×",
+            f"≥ 1× {ok(put >= log_artifact)}, < 32 MiB {ok(put_rss < 32)}",
+        ),
+        (
+            "tag in-process (Python API), below the cap",
+            f"{below:,.0f} /s",
+            f"ADK FileArtifactService {adk_rate:,.0f} /s; raw sqlite3 upsert+evict {raw_rate:,.0f} /s",
+            f"{below / adk_rate:.2f}× ADK; {below / raw_rate:.2f}× raw",
+            f"≥ 2.4× {ok(below / adk_rate >= 2.4)}; ≥ 0.2× {ok(below / raw_rate >= 0.2)}",
+        ),
+        (
+            "tag at the cap vs below",
+            f"{at_cap:,.0f} /s",
+            f"below {below:,.0f} /s",
+            f"{below / at_cap:.2f}× slower",
+            f"≤ 1.2× {ok(below / at_cap <= 1.2)}",
+        ),
+    ]
+    print()
+    print(
+        f"bench/peers.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+        f"{args.rounds} rounds, medians; load average {load_before} before, {load_after} after"
+    )
+    print()
+    print("| measure | ours | peer / floor | ratio | goal |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print()
+    print("per round:", json.dumps({k: v for k, v in results.items()}, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Uploads through a real daphne: never through Twisted's form parser, streamed through sha256 into
+storage in constant memory, and refused as soon as they pass the content limit (agent_site/server.py).
+
+Twisted parses every multipart POST body whole, in memory, before daphne hands it on (a 64 MiB
+upload grew the server by ~775 MiB); daphne then queues the whole body at once. Either coming back
+fails the peak-RSS bounds here, and ``test_daphne_serves_with_the_sites_request`` names the cause.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import orjson
+import pytest
+
+from tests.servers import HOST, ROOT, DaphneServer
+
+MIB = 1024 * 1024
+LIMIT = 80 * MIB
+RSS_BOUND = 32 * MIB
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("uploads")
+    env = {
+        **os.environ,
+        "ARTIFACTS_DATA_DIR": str(data_dir),
+        "DATABASE_URL": "",  # its own SQLite file, whatever profile the suite runs in
+        "REDIS_URL": "",
+        "ARTIFACTS_STORAGE": "",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "test-" + "k" * 40,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+        "ARTIFACTS_MAX_CONTENT_BYTES": str(LIMIT),
+    }
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    key = (
+        subprocess.run(
+            [*manage, "create_agent_key", "reviewer"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
+    with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
+        client = httpx.Client(
+            base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
+        )
+        yield server, client, key, data_dir
+        client.close()
+
+
+def _peak_rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmHWM in /proc status")
+
+
+def _reset_peak(pid: int) -> int:
+    """Reset the process's peak RSS to its current RSS (Linux: clear_refs 5); answers the peak."""
+    try:
+        Path(f"/proc/{pid}/clear_refs").write_text("5")
+    except OSError:
+        pass  # not permitted: the peak then only grows, which keeps the bound strict
+    return _peak_rss(pid)
+
+
+def _files(root: Path) -> set[Path]:
+    return {
+        p
+        for p in root.rglob("*")
+        if p.is_file()
+        and p.suffix not in {".sqlite3", ".log"}
+        and "-wal" not in p.name
+        and "-shm" not in p.name
+    }
+
+
+def _tag_multipart(client: httpx.Client, contents: bytes) -> httpx.Response:
+    return client.post(
+        "/reviewer/v1/artifacts",
+        files={
+            "record": (None, orjson.dumps({"kind": "report", "key": "big", "data": {}})),
+            "contents": ("big.bin", contents, "application/octet-stream"),
+        },
+    )
+
+
+def test_daphne_serves_with_the_sites_request():
+    """agent_site.asgi installs agent_site.server's request into daphne's server: a daphne started
+    for this site (bin/run, tests/servers.py, the benches, plain `daphne`) never parses forms."""
+    import daphne.server
+
+    import agent_site.asgi  # noqa: F401 (installs)
+    from agent_site.server import ArtifactsHTTPFactory, ArtifactsRequest
+
+    assert daphne.server.HTTPFactory is ArtifactsHTTPFactory
+    protocol = ArtifactsHTTPFactory(server=None).buildProtocol(("127.0.0.1", 1))
+    assert protocol.requestFactory is ArtifactsRequest
+
+
+def test_64_mib_uploads_keep_the_server_within_32_mib(served):
+    server, client, _, _ = served
+    pid = server.process.pid
+    # Warm up both routes, so that first-use imports and caches are not counted.
+    assert _tag_multipart(client, b"warm-up").status_code in (200, 201)
+    record = _tag_multipart(client, b"warm-up 2").json()
+    put = client.put(
+        f"/reviewer/v1/artifacts/{record['id']}/content",
+        content=b"warm",
+        headers={"Content-Type": "text/plain"},
+    )
+    assert put.status_code == 200, put.text
+
+    blob = os.urandom(MIB) * 64
+    before = _reset_peak(pid)
+    tagged = _tag_multipart(client, blob)
+    multipart_growth = _peak_rss(pid) - before
+    assert tagged.status_code == 200, tagged.text  # the key existed: replaced
+    assert tagged.json()["content"]["sha256"] == hashlib.sha256(blob).hexdigest()
+    assert tagged.json()["content"]["size"] == len(blob)
+
+    raw = blob[::-1]
+    before = _reset_peak(pid)
+    put = client.put(
+        f"/reviewer/v1/artifacts/{record['id']}/content",
+        content=raw,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    raw_growth = _peak_rss(pid) - before
+    assert put.status_code == 200, put.text
+    assert put.json()["content"] == {
+        "size": len(raw),
+        "contentType": "application/octet-stream",
+        "sha256": hashlib.sha256(raw).hexdigest(),
+    }
+    downloaded = client.get(f"/reviewer/v1/artifacts/{record['id']}/content")
+    assert hashlib.sha256(downloaded.content).hexdigest() == hashlib.sha256(raw).hexdigest()
+
+    assert multipart_growth < RSS_BOUND, (
+        f"multipart grew the server by {multipart_growth / MIB:.1f} MiB"
+    )
+    assert raw_growth < RSS_BOUND, f"raw PUT grew the server by {raw_growth / MIB:.1f} MiB"
+
+
+def _exchange(head: bytes, body_chunks) -> tuple[bytes, int]:
+    """Send a request head and body chunks on a raw socket, then read one whole response;
+    answer (the response, body bytes sent before the server stopped taking them)."""
+    sent = 0
+    answer = b""
+    with socket.create_connection((HOST, _exchange.port), timeout=30) as sock:
+        sock.sendall(head)
+        for chunk in body_chunks:
+            try:
+                sock.sendall(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            sent += len(chunk)
+        try:
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                answer += data
+                head_part, found, rest = answer.partition(b"\r\n\r\n")
+                if found:
+                    length = [
+                        int(line.split(b":", 1)[1])
+                        for line in head_part.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ]
+                    if length and len(rest) >= length[0]:
+                        break
+        except (ConnectionResetError, TimeoutError):
+            pass
+    return answer, sent
+
+
+def _envelope(answer: bytes) -> tuple[int, dict]:
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, orjson.loads(body)
+
+
+def test_a_body_past_the_limit_is_refused_before_it_is_read_and_nothing_is_kept(served):
+    server, client, key, data_dir = served
+    _exchange.port = server.port
+    record = _tag_multipart(client, b"small").json()
+    kept = _files(data_dir)
+    path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
+
+    # Declared too large: answered at once, before a byte of the body is sent.
+    head = (
+        b"PUT "
+        + path
+        + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + key.encode()
+        + b"\r\nContent-Type: application/octet-stream\r\nContent-Length: "
+        + str(LIMIT + 1).encode()
+        + b"\r\n\r\n"
+    )
+    answer, sent = _exchange(head, [])
+    status, body = _envelope(answer)
+    assert (status, body["error"]["code"], sent) == (413, "content_too_large", 0)
+    assert body["error"]["details"] == {"limit": LIMIT}
+
+    # Chunked, no length: refused once the limit is passed; the rest is read and dropped.
+    head = (
+        b"PUT "
+        + path
+        + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + key.encode()
+        + b"\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    piece = b"z" * MIB
+    chunk = b"%x\r\n" % len(piece) + piece + b"\r\n"
+    answer, _ = _exchange(head, [chunk] * 90 + [b"0\r\n\r\n"])
+    status, body = _envelope(answer)
+    assert (status, body["error"]["code"]) == (413, "content_too_large")
+
+    # A multipart tag whose file part passes the limit, within what the door lets in: the upload
+    # handler stops it while parsing; past the door's limit, daphne answers on Content-Length.
+    for size in (LIMIT + MIB, LIMIT + 20 * MIB):
+        refused = _tag_multipart(client, b"q" * size)
+        assert refused.status_code == 413, refused.text
+        assert refused.json()["error"]["code"] == "content_too_large"
+
+    assert _files(data_dir) == kept  # no blob, no temporary file left behind
+    assert client.get(f"/reviewer/v1/artifacts/{record['id']}").json()["content"]["size"] == 5
