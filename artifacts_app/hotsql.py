@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 from django.utils.dateparse import parse_datetime
 
-from artifacts_app.models import Agent, Artifact, Blob, Event, Session
+from artifacts_app.models import Agent, Artifact, ArtifactVersion, Blob, Event, Session
 
 
 def _q(name: str) -> str:
@@ -92,24 +92,119 @@ def blob_insert(sha256: str, size: int, at: datetime) -> None:
 
 
 def artifact_previous(artifact_id: str) -> dict[str, Any] | None:
-    """What a re-tag needs of the record it replaces: session, content and creation time."""
+    """What a re-tag needs of the record it replaces: session, content, creation time, its version
+    number and pin."""
     artifacts, blobs = _q(Artifact._meta.db_table), _q(Blob._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at FROM {artifacts} a "
+            f"SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at, a.version, "
+            f"a.pinned FROM {artifacts} a "
             f"LEFT JOIN {blobs} b ON b.sha256 = a.blob_id WHERE a.id = %s",
             [artifact_id],
         )
         row = cursor.fetchone()
     if row is None:
         return None
-    session_id, blob_id, size, content_type, created_at = row
+    session_id, blob_id, size, content_type, created_at, version, pinned = row
     return {
         "session_id": session_id,
         "blob_id": blob_id,
         "blob_size": size,
         "content_type": content_type,
         "created_at": _aware(created_at),
+        "version": version,
+        "pinned": bool(pinned),
+    }
+
+
+_VERSION_COLUMNS = (
+    "artifact_id",
+    "number",
+    "kind",
+    "title",
+    "data",
+    "session_id",
+    "turn_id",
+    "source",
+    "blob_id",
+    "content_type",
+    "created_at",
+)
+
+
+def version_insert(artifact_id: str, number: int, fields: dict[str, Any], at: datetime) -> None:
+    """Store version ``number`` of a record: what its tag stored (``fields`` as the tag writes them
+    to the record). The (artifact, number) constraint makes a duplicate number an error, never a
+    second row."""
+    data_field = ArtifactVersion._meta.get_field("data")
+    columns = ", ".join(_q(name) for name in _VERSION_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_q(ArtifactVersion._meta.db_table)} ({columns}) "
+            f"VALUES ({', '.join(['%s'] * len(_VERSION_COLUMNS))})",
+            [
+                artifact_id,
+                number,
+                fields["kind"],
+                fields["title"],
+                data_field.get_db_prep_save(fields["data"], connection),
+                fields["session_id"],
+                fields["turn_id"],
+                fields["source"],
+                fields["blob_id"],
+                fields["content_type"],
+                connection.ops.adapt_datetimefield_value(at),
+            ],
+        )
+
+
+def versions_trim(artifact_id: str, *, up_to: int) -> None:
+    """Drop the versions of a record numbered ``up_to`` or less: a seek on (artifact, number) that
+    removes what one tag pushed past ``keep_versions`` (more only when it was lowered)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {_q(ArtifactVersion._meta.db_table)} WHERE artifact_id = %s AND number <= %s",
+            [artifact_id, up_to],
+        )
+
+
+def versions_delete(artifact_ids: list[str]) -> None:
+    """Every version of these records (they are being deleted in the same transaction)."""
+    if not artifact_ids:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"DELETE FROM {_q(ArtifactVersion._meta.db_table)} "
+            f"WHERE artifact_id IN ({', '.join(['%s'] * len(artifact_ids))})",
+            artifact_ids,
+        )
+
+
+def artifact_pin(agent_id: int, artifact_id: str, pinned: bool) -> dict[str, Any] | None:
+    """Set a record's pin; answers its id, key, kind, session sid, turn and whether it changed
+    (None: no such record of the agent)."""
+    artifacts, sessions = _q(Artifact._meta.db_table), _q(Session._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT a.pinned, a.key, a.kind, s.sid, a.turn_id FROM {artifacts} a "
+            f"LEFT JOIN {sessions} s ON s.id = a.session_id WHERE a.id = %s AND a.agent_id = %s",
+            [artifact_id, agent_id],
+        )
+        row = cursor.fetchone()
+        if row is None:
+            return None
+        was, key, kind, session_sid, turn_id = row
+        changed = bool(was) != pinned
+        if changed:
+            cursor.execute(
+                f"UPDATE {artifacts} SET pinned = %s WHERE id = %s", [pinned, artifact_id]
+            )
+    return {
+        "key": key,
+        "kind": kind,
+        "session_sid": session_sid,
+        "turn_id": turn_id,
+        "changed": changed,
     }
 
 
@@ -127,24 +222,34 @@ def artifacts_delete_returning(where: str, params: list[Any]) -> list[tuple[Any,
             f"(SELECT s.sid FROM {sessions} s WHERE s.id = {artifacts}.session_id), turn_id",
             params,
         )
-        return sorted(cursor.fetchall())
+        rows = sorted(cursor.fetchall())
+    # Their versions go with them (the foreign key is checked at commit, so the order is free).
+    versions_delete([row[0] for row in rows])
+    return rows
 
 
 def evict_oldest(agent_id: int, *, keep_id: str, count: int) -> list[tuple[Any, ...]]:
-    """Delete the ``count`` oldest-updated artifacts of the agent (ties by id), never ``keep_id``."""
+    """Delete the ``count`` oldest-updated unpinned artifacts of the agent (ties by id), never
+    ``keep_id``; fewer when fewer are unpinned. ``NOT pinned`` is the partial index's own condition,
+    so the planner seeks it however many old records are pinned."""
     table = _q(Artifact._meta.db_table)
     return artifacts_delete_returning(
-        f"id IN (SELECT id FROM {table} WHERE agent_id = %s AND id <> %s "
+        f"id IN (SELECT id FROM {table} WHERE agent_id = %s AND NOT pinned AND id <> %s "
         "ORDER BY updated_at, id LIMIT %s)",
         [agent_id, keep_id, count],
     )
 
 
 def artifacts_delete_ids(
-    agent_id: int, ids: list[str], *, updated_at_most: datetime | None = None
+    agent_id: int,
+    ids: list[str],
+    *,
+    updated_at_most: datetime | None = None,
+    skip_pinned: bool = False,
 ) -> list[tuple[Any, ...]]:
     """Delete these artifacts of the agent (ids of other agents are left alone); with
-    ``updated_at_most``, only those not updated after it (prune: a re-tagged record stays)."""
+    ``updated_at_most``, only those not updated after it (prune: a re-tagged record stays); with
+    ``skip_pinned``, only unpinned ones (prune: a record pinned meanwhile stays)."""
     # `agent_id + 0`: the agent check must not steer SQLite into scanning the agent's index
     # instead of seeking each id by primary key.
     where = f"id IN ({', '.join(['%s'] * len(ids))}) AND agent_id + 0 = %s"
@@ -152,6 +257,8 @@ def artifacts_delete_ids(
     if updated_at_most is not None:
         where += " AND updated_at <= %s"
         params.append(connection.ops.adapt_datetimefield_value(updated_at_most))
+    if skip_pinned:
+        where += " AND NOT pinned"
     return artifacts_delete_returning(where, params)
 
 

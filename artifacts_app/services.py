@@ -21,20 +21,23 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 from pydantic import ValidationError
 
 from artifacts_app import blobs, hotsql
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError, TooLargeError
-from artifacts_app.events import DELETED, TAGGED, EventBatch
-from artifacts_app.models import Agent, ApiKey, Artifact, Session
+from artifacts_app.events import DELETED, PINNED, TAGGED, EventBatch
+from artifacts_app.models import Agent, ApiKey, Artifact, ArtifactVersion, Session
 from artifacts_app.records import (
     DEFAULT_BYTES_TYPE,
     DEFAULT_TEXT_TYPE,
+    RECORD_FIELDS,
     ArtifactRecord,
     ContentInfo,
 )
 from artifacts_app.registry import (
+    DEFAULT_KEEP_VERSIONS,
     DEFAULT_MAX,
     FREEFORM_KIND,
     KIND_RE,
@@ -69,8 +72,11 @@ def agent_get(agent: Agent | str) -> Agent:
     return found
 
 
-def agent_create(*, slug: str, max_artifacts: int = DEFAULT_MAX) -> Agent:
-    """A freeform agent (no module): any non-empty kind, no tool, capped at ``max_artifacts``."""
+def agent_create(
+    *, slug: str, max_artifacts: int = DEFAULT_MAX, keep_versions: int = DEFAULT_KEEP_VERSIONS
+) -> Agent:
+    """A freeform agent (no module): any non-empty kind, no tool, capped at ``max_artifacts``
+    records of ``keep_versions`` versions each."""
     problem = slug_problem(slug)
     if problem:
         raise ArtifactError("invalid_slug", problem)
@@ -78,9 +84,16 @@ def agent_create(*, slug: str, max_artifacts: int = DEFAULT_MAX) -> Agent:
         raise ArtifactError(
             "invalid_max", f"max must be a whole number of at least 1; got {max_artifacts!r}."
         )
+    if isinstance(keep_versions, bool) or not isinstance(keep_versions, int) or keep_versions < 1:
+        raise ArtifactError(
+            "invalid_keep_versions",
+            f"keep_versions must be a whole number of at least 1 (1 keeps no history); got {keep_versions!r}.",
+        )
     try:
         with transaction.atomic():
-            return Agent.objects.create(slug=slug, max_artifacts=max_artifacts)
+            return Agent.objects.create(
+                slug=slug, max_artifacts=max_artifacts, keep_versions=keep_versions
+            )
     except IntegrityError:
         raise ConflictError(
             "agent_exists", f"An agent {slug!r} exists already; choose another slug."
@@ -295,6 +308,22 @@ def tag_validate(
     return kind_name, parsed
 
 
+@dataclass(frozen=True)
+class _Tag:
+    """A tag's values once the rules have passed."""
+
+    agent: Agent
+    max: int
+    keep_versions: int
+    kind: str
+    key: str | None
+    title: str | None
+    data: Any
+    session_id: str | None
+    turn_id: str | None
+    source: str
+
+
 def artifact_tag(
     *,
     agent: Agent | str,
@@ -310,9 +339,10 @@ def artifact_tag(
 ) -> TagResult:
     """Tag an artifact: upsert by ``key``, keep or drop content, evict past ``max``, emit events.
 
-    ``contents`` may be bytes, a str (stored as UTF-8) or a binary file, which is streamed.
-    Answers the stored record and whether it was created. Refusals raise ``ArtifactError`` and
-    leave no record, no blob row, no event and no counter change.
+    Every tag stores a new version of its record (a re-tag of a key adds one; the record keeps its
+    newest ``keep_versions``). ``contents`` may be bytes, a str (stored as UTF-8) or a binary file,
+    which is streamed. Answers the stored record and whether it was created. Refusals raise
+    ``ArtifactError`` and leave no record, no blob row, no event and no counter change.
     """
     agent = agent_get(agent)
     spec = spec_for(agent)
@@ -328,90 +358,155 @@ def artifact_tag(
         has_contents=contents is not None,
         content_type=content_type,
     )
+    tag = _Tag(
+        agent,
+        spec.max,
+        spec.keep_for(kind_name),
+        kind_name,
+        key,
+        title,
+        parsed,
+        session_id,
+        turn_id,
+        source,
+    )
     if contents is not None and session_id is not None:
         if hotsql.session_pk(agent.pk, session_id) is None:
             # Checked before the blob is written, to leave no garbage; checked again under the lock.
             raise _unknown_session(agent, session_id)
 
-    stored: blobs.StoredBlob | None = None
+    if contents is not None and agent.artifact_count >= spec.max:
+        # At the cap, before the blob is stored: refuse a new record that could evict nothing
+        # (the same check runs under the lock; this one only spares gc_blobs the garbage).
+        artifact_id = keyed_id(agent.slug, key) if key is not None else None
+        room = Q(pinned=False) | Q(pk=artifact_id) if artifact_id else Q(pinned=False)
+        if not Artifact.objects.filter(room, agent_id=agent.pk).exists():
+            raise _cap_reached(agent, spec.max)
+
+    content: ContentInfo | None = None
     if contents is not None:
         stored = blobs.blob_put(contents)
         if content_type is None:
             content_type = DEFAULT_TEXT_TYPE if isinstance(contents, str) else DEFAULT_BYTES_TYPE
+        content = ContentInfo(stored.size, content_type, stored.sha256)
 
     with transaction.atomic():
         count, last_seq = _lock_agent(agent)
-        session_pk = None
-        if session_id is not None:
-            session_pk = hotsql.session_pk(agent.pk, session_id)
-            if session_pk is None:
-                raise _unknown_session(agent, session_id)
-        now = timezone.now()
-        if stored is not None:
-            hotsql.blob_insert(stored.sha256, stored.size, now)
+        if content is not None:
+            hotsql.blob_insert(content.sha256, content.size, timezone.now())
+        return _tag_locked(tag, content, count=count, last_seq=last_seq)
 
-        artifact_id = keyed_id(agent.slug, key) if key is not None else new_id()
-        previous = hotsql.artifact_previous(artifact_id) if key is not None else None
-        content: ContentInfo | None = None
-        if stored is not None:
-            content = ContentInfo(stored.size, content_type or DEFAULT_BYTES_TYPE, stored.sha256)
-        elif previous and previous["blob_id"] and previous["session_id"] == session_pk:
-            # Rule 3: a re-tag without contents keeps its content while the session stays. A new
-            # record without contents, or one that changed session, has none: old content must
-            # not follow a record into another user's session.
-            content = ContentInfo(
-                previous["blob_size"],
-                previous["content_type"] or DEFAULT_BYTES_TYPE,
-                previous["blob_id"],
-            )
-        fields: dict[str, Any] = {
-            "kind": kind_name,
-            "key": key,
-            "title": title,
-            "data": parsed,
-            "session_id": session_pk,
-            "turn_id": turn_id,
-            "source": source,
-            "blob_id": content.sha256 if content else None,
-            "content_type": content.content_type if content else None,
-            "updated_at": now,
-        }
-        if previous is not None:
-            Artifact.objects.filter(pk=artifact_id).update(**fields)
-            created_at = previous["created_at"]
-        else:
-            Artifact.objects.create(id=artifact_id, agent_id=agent.pk, created_at=now, **fields)
-            created_at = now
-            count += 1
 
-        record = ArtifactRecord(
-            id=artifact_id,
-            kind=kind_name,
-            key=key,
-            title=title,
-            data=parsed,
-            session_id=session_id,
-            turn_id=turn_id,
-            source=source,
-            content=content,
-            created_at=created_at,
-            updated_at=now,
+def _tag_locked(
+    tag: _Tag,
+    content: ContentInfo | None,
+    *,
+    count: int,
+    last_seq: int,
+    carry_content: bool = True,
+) -> TagResult:
+    """The write of a tag, under the agent's lock: the record, its new version, eviction, events.
+
+    ``carry_content`` False (restore): no content but ``content`` itself, whatever the record had.
+    """
+    agent = tag.agent
+    session_pk = None
+    if tag.session_id is not None:
+        session_pk = hotsql.session_pk(agent.pk, tag.session_id)
+        if session_pk is None:
+            raise _unknown_session(agent, tag.session_id)
+    now = timezone.now()
+    artifact_id = keyed_id(agent.slug, tag.key) if tag.key is not None else new_id()
+    previous = hotsql.artifact_previous(artifact_id) if tag.key is not None else None
+    if (
+        content is None
+        and carry_content
+        and previous
+        and previous["blob_id"]
+        and previous["session_id"] == session_pk
+    ):
+        # Rule 3: a re-tag without contents keeps its content while the session stays. A new
+        # record without contents, or one that changed session, has none: old content must
+        # not follow a record into another user's session.
+        content = ContentInfo(
+            previous["blob_size"],
+            previous["content_type"] or DEFAULT_BYTES_TYPE,
+            previous["blob_id"],
         )
-        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
-        batch.add(
-            TAGGED,
-            at=now,
-            session_sid=session_id,
-            artifact_id=artifact_id,
-            turn_id=turn_id,
-            record=record.event_summary(),
-        )
-        if count > spec.max:
-            evicted = hotsql.evict_oldest(agent.pk, keep_id=artifact_id, count=count - spec.max)
-            count -= _deleted_events(evicted, batch=batch, reason="evicted", at=now)
-        batch.store()
-        hotsql.agent_counters_save(agent.pk, artifact_count=count, last_seq=batch.last_seq)
+    # The agent's lock serialises every tag of this record: numbers are gapless, and the
+    # (artifact, number) constraint would refuse a duplicate rather than store it.
+    number = previous["version"] + 1 if previous is not None else 1
+    fields: dict[str, Any] = {
+        "kind": tag.kind,
+        "key": tag.key,
+        "title": tag.title,
+        "data": tag.data,
+        "session_id": session_pk,
+        "turn_id": tag.turn_id,
+        "source": tag.source,
+        "blob_id": content.sha256 if content else None,
+        "content_type": content.content_type if content else None,
+        "version": number,
+        "updated_at": now,
+    }
+    if previous is not None:
+        Artifact.objects.filter(pk=artifact_id).update(**fields)
+    else:
+        Artifact.objects.create(id=artifact_id, agent_id=agent.pk, created_at=now, **fields)
+        count += 1
+    hotsql.version_insert(artifact_id, number, fields, now)
+    if number > tag.keep_versions:
+        # One seek on (artifact, number): the cost of history per tag does not grow with it.
+        hotsql.versions_trim(artifact_id, up_to=number - tag.keep_versions)
+
+    record = ArtifactRecord(
+        id=artifact_id,
+        kind=tag.kind,
+        key=tag.key,
+        title=tag.title,
+        data=tag.data,
+        session_id=tag.session_id,
+        turn_id=tag.turn_id,
+        source=tag.source,
+        content=content,
+        created_at=previous["created_at"] if previous is not None else now,
+        updated_at=now,
+        version=number,
+        pinned=previous["pinned"] if previous is not None else False,
+    )
+    batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+    batch.add(
+        TAGGED,
+        at=now,
+        session_sid=tag.session_id,
+        artifact_id=artifact_id,
+        turn_id=tag.turn_id,
+        record=record.event_summary(),
+    )
+    if count > tag.max:
+        count -= _evict(agent, keep_id=artifact_id, count=count - tag.max, batch=batch, at=now)
+        if count > tag.max and previous is None:
+            # Every other record is pinned: refuse, and the transaction takes it all back.
+            raise _cap_reached(agent, tag.max)
+    batch.store()
+    hotsql.agent_counters_save(agent.pk, artifact_count=count, last_seq=batch.last_seq)
     return TagResult(record=record, created=previous is None)
+
+
+def _evict(agent: Agent, *, keep_id: str, count: int, batch: EventBatch, at: datetime) -> int:
+    """Eviction: the oldest-updated unpinned records past ``max`` go (ties by id), never the one
+    just tagged, each with an ``artifact.deleted`` event of reason ``evicted``."""
+    evicted = hotsql.evict_oldest(agent.pk, keep_id=keep_id, count=count)
+    return _deleted_events(evicted, batch=batch, reason="evicted", at=at)
+
+
+def _cap_reached(agent: Agent, cap: int) -> ConflictError:
+    return ConflictError(
+        "cap_reached",
+        f"Agent {agent.slug!r} holds its max of {cap} records and every other one is pinned, "
+        "so nothing can be evicted: unpin or delete one, or raise max.",
+        {"max": cap},
+    )
 
 
 def _unknown_session(agent: Agent, session_id: str) -> NotFoundError:
@@ -454,12 +549,14 @@ def artifacts_delete(
     ids: list[str],
     reason: str = "deleted",
     updated_at_most: datetime | None = None,
+    skip_pinned: bool = False,
 ) -> int:
     """Delete the artifacts of ``agent`` with these ids, in one transaction; answers how many went.
 
     ``reason`` is ``deleted`` (a caller asked) or ``pruned`` (an operator's prune). Ids that do not
     exist are skipped: the caller decides whether that is an error. ``updated_at_most`` (prune)
-    skips a record re-tagged since the caller chose it. A pruned record emits ``artifact.deleted``
+    skips a record re-tagged since the caller chose it, ``skip_pinned`` (prune without
+    ``--include-pinned``) one pinned since. A record's versions go with it. A pruned record emits ``artifact.deleted``
     only when it had a session (API.md: prune_artifacts); the counters stay exact either way.
     """
     agent = agent_get(agent)
@@ -471,7 +568,10 @@ def artifacts_delete(
         count, last_seq = _lock_agent(agent)
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
         deleted = hotsql.artifacts_delete_ids(
-            agent.pk, list(dict.fromkeys(ids)), updated_at_most=updated_at_most
+            agent.pk,
+            list(dict.fromkeys(ids)),
+            updated_at_most=updated_at_most,
+            skip_pinned=skip_pinned,
         )
         removed = len(deleted)
         if reason == "pruned":
@@ -492,6 +592,119 @@ def artifact_delete(*, agent: Agent | str, artifact_id: str) -> None:
         raise NotFoundError(
             "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
         )
+
+
+# --- versions and pins ----------------------------------------------------------------------
+
+
+def artifact_restore(
+    *, agent: Agent | str, artifact_id: str, number: int, turn_id: str | None = None
+) -> TagResult:
+    """Tag version ``number`` of a record again, as its newest version: its kind, title and data,
+    ``source="host"``, in the record's **current** session; its content only when that version was
+    tagged in that same session (content never crosses sessions). Emits ``artifact.tagged``.
+
+    The kind and data pass today's rules again (a kind no longer declared is refused). An unkeyed
+    record has one version and nothing to restore (409 ``not_keyed``).
+    """
+    agent = agent_get(agent)
+    spec = spec_for(agent)
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise ArtifactError(
+            "invalid_version", "A version number is a whole number from 1.", {"field": "version"}
+        )
+    with transaction.atomic():
+        # Read the record and the version under the lock the tag takes (again, in this same
+        # transaction), so that a concurrent re-tag cannot move the record in between.
+        count, last_seq = _lock_agent(agent)
+        current = (
+            Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
+            .values("key", "session_id", "session__sid")
+            .first()
+        )
+        if current is None:
+            raise NotFoundError(
+                "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
+            )
+        if current["key"] is None:
+            raise ConflictError(
+                "not_keyed",
+                f"Artifact {artifact_id!r} has no key, so it has one version and nothing to restore.",
+            )
+        old = (
+            ArtifactVersion.objects.filter(artifact_id=artifact_id, number=number)
+            .values("kind", "title", "data", "session_id", "blob_id", "blob__size", "content_type")
+            .first()
+        )
+        if old is None:
+            raise NotFoundError(
+                "unknown_version",
+                f"Artifact {artifact_id!r} has no version {number} (only the newest are kept).",
+                {"version": number},
+            )
+        kind_name, parsed = tag_validate(
+            spec=spec,
+            kind=old["kind"],
+            key=current["key"],
+            title=old["title"],
+            data=old["data"],
+            session_id=current["session__sid"],
+            turn_id=turn_id,
+            source=Artifact.SOURCE_HOST,
+            has_contents=False,
+            content_type=None,
+        )
+        content = None
+        if old["blob_id"] and old["session_id"] == current["session_id"]:
+            content = ContentInfo(
+                old["blob__size"], old["content_type"] or DEFAULT_BYTES_TYPE, old["blob_id"]
+            )
+        tag = _Tag(
+            agent,
+            spec.max,
+            spec.keep_for(kind_name),
+            kind_name,
+            current["key"],
+            old["title"],
+            parsed,
+            current["session__sid"],
+            turn_id,
+            Artifact.SOURCE_HOST,
+        )
+        return _tag_locked(tag, content, count=count, last_seq=last_seq, carry_content=False)
+
+
+def artifact_pin(*, agent: Agent | str, artifact_id: str, pinned: bool = True) -> ArtifactRecord:
+    """Pin (or unpin) a record: a pinned record is never evicted. Emits ``artifact.pinned`` when
+    the pin changes (pinning a pinned record changes nothing and emits nothing); ``updatedAt``
+    does not move, so the record keeps its place in lists and in eviction order."""
+    agent = agent_get(agent)
+    with transaction.atomic():
+        count, last_seq = _lock_agent(agent)
+        row = hotsql.artifact_pin(agent.pk, artifact_id, bool(pinned))
+        if row is None:
+            raise NotFoundError(
+                "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
+            )
+        if row["changed"]:
+            batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+            batch.add(
+                PINNED,
+                at=timezone.now(),
+                session_sid=row["session_sid"],
+                artifact_id=artifact_id,
+                turn_id=row["turn_id"],
+                record={
+                    "id": artifact_id,
+                    "key": row["key"],
+                    "kind": row["kind"],
+                    "pinned": bool(pinned),
+                },
+            )
+            batch.store()
+            hotsql.agent_counters_save(agent.pk, artifact_count=count, last_seq=batch.last_seq)
+        found = Artifact.objects.filter(pk=artifact_id).values(*RECORD_FIELDS).first()
+    return ArtifactRecord.from_values(found)
 
 
 # --- the model's tag_artifact tool (issue 5) ------------------------------------------------

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from django.urls import include, path, re_path
 
-from artifacts_app.rest import views
+from artifacts_app.rest import versions, views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
 SESSION_ID = r"(?P<session_id>[A-Za-z0-9][A-Za-z0-9._:-]{0,127})"
 ARTIFACT_ID = r"(?P<artifact_id>[A-Za-z0-9_]{1,40})"
+VERSION = r"(?P<number>[0-9]{1,10})"
 
 tool_urlpatterns: list = [
     path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
@@ -26,6 +27,30 @@ agent_urlpatterns = [
     path("artifacts/kinds", views.KindsView.as_view(), name="kinds"),
     re_path(rf"^artifacts/{ARTIFACT_ID}$", views.ArtifactDetailView.as_view(), name="artifact"),
     re_path(rf"^artifacts/{ARTIFACT_ID}/content$", views.ContentView.as_view(), name="content"),
+    re_path(rf"^artifacts/{ARTIFACT_ID}/pin$", versions.PinView.as_view(), name="pin"),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions$", versions.VersionsView.as_view(), name="versions"
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}$",
+        versions.VersionDetailView.as_view(),
+        name="version",
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/content$",
+        versions.VersionContentView.as_view(),
+        name="version-content",
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/diff$",
+        versions.VersionDiffView.as_view(),
+        name="version-diff",
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/restore$",
+        versions.VersionRestoreView.as_view(),
+        name="version-restore",
+    ),
     path("", include(tool_urlpatterns)),
     re_path(r"^.*$", NotFoundView.as_view(), name="unknown_route"),
 ]

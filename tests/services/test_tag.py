@@ -329,6 +329,8 @@ def test_tag_event_shape(freeform, alice):
             "title": "T",
             "data": {"a": 1},
             "source": "model",
+            "version": 1,
+            "pinned": False,
         },
     }
     assert event.payload["at"].endswith("Z") and len(event.payload["at"]) == 24
@@ -359,6 +361,8 @@ def test_record_timestamps_are_iso_ms_z(freeform):
         "turnId",
         "source",
         "content",
+        "version",
+        "pinned",
         "createdAt",
         "updatedAt",
     }
