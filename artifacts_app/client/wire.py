@@ -30,6 +30,8 @@ def record_from_json(body: dict[str, Any]) -> ArtifactRecord:
         else None,
         created_at=_ts(body["createdAt"]),
         updated_at=_ts(body["updatedAt"]),
+        version=body.get("version", 1),
+        pinned=bool(body.get("pinned", False)),
     )
 
 
