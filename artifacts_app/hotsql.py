@@ -95,17 +95,21 @@ def artifact_previous(artifact_id: str) -> dict[str, Any] | None:
     """What a re-tag needs of the record it replaces: session, content, creation time, its version
     number and pin."""
     artifacts, blobs = _q(Artifact._meta.db_table), _q(Blob._meta.db_table)
+    versions = _q(ArtifactVersion._meta.db_table)
     with connection.cursor() as cursor:
+        # The oldest kept version: a seek on the (artifact, number) constraint, in the same
+        # statement, so that the tag knows whether its new version replaces the oldest.
         cursor.execute(
             f"SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at, a.version, "
-            f"a.pinned FROM {artifacts} a "
+            f"a.pinned, (SELECT MIN(v.number) FROM {versions} v WHERE v.artifact_id = a.id) "
+            f"FROM {artifacts} a "
             f"LEFT JOIN {blobs} b ON b.sha256 = a.blob_id WHERE a.id = %s",
             [artifact_id],
         )
         row = cursor.fetchone()
     if row is None:
         return None
-    session_id, blob_id, size, content_type, created_at, version, pinned = row
+    session_id, blob_id, size, content_type, created_at, version, pinned, oldest = row
     return {
         "session_id": session_id,
         "blob_id": blob_id,
@@ -114,6 +118,7 @@ def artifact_previous(artifact_id: str) -> dict[str, Any] | None:
         "created_at": _aware(created_at),
         "version": version,
         "pinned": bool(pinned),
+        "oldest_version": oldest,
     }
 
 
@@ -156,6 +161,36 @@ def version_insert(artifact_id: str, number: int, fields: dict[str, Any], at: da
                 connection.ops.adapt_datetimefield_value(at),
             ],
         )
+
+
+def version_recycle(
+    artifact_id: str, oldest: int, number: int, fields: dict[str, Any], at: datetime
+) -> int:
+    """Turn the oldest kept version into version ``number`` (what one tag adds and drops when the
+    history is full): one UPDATE instead of an INSERT and a DELETE. Answers the rows changed."""
+    data_field = ArtifactVersion._meta.get_field("data")
+    columns = _VERSION_COLUMNS[1:]  # all but artifact_id
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_q(ArtifactVersion._meta.db_table)} SET "
+            f"{', '.join(f'{_q(name)} = %s' for name in columns)} "
+            "WHERE artifact_id = %s AND number = %s",
+            [
+                number,
+                fields["kind"],
+                fields["title"],
+                data_field.get_db_prep_save(fields["data"], connection),
+                fields["session_id"],
+                fields["turn_id"],
+                fields["source"],
+                fields["blob_id"],
+                fields["content_type"],
+                connection.ops.adapt_datetimefield_value(at),
+                artifact_id,
+                oldest,
+            ],
+        )
+        return cursor.rowcount
 
 
 def versions_trim(artifact_id: str, *, up_to: int) -> None:

@@ -454,10 +454,18 @@ def _tag_locked(
     else:
         Artifact.objects.create(id=artifact_id, agent_id=agent.pk, created_at=now, **fields)
         count += 1
-    hotsql.version_insert(artifact_id, number, fields, now)
-    if number > tag.keep_versions:
-        # One seek on (artifact, number): the cost of history per tag does not grow with it.
-        hotsql.versions_trim(artifact_id, up_to=number - tag.keep_versions)
+    # History: versions are contiguous (the oldest go first), so the previous row's oldest kept
+    # number says what this tag must drop. Either way one or two seeks on (artifact, number):
+    # the cost per tag does not grow with history or with the store.
+    oldest = previous["oldest_version"] if previous is not None else None
+    drop_to = number - tag.keep_versions  # versions numbered up to this one go
+    if oldest is not None and oldest == drop_to:
+        # The steady state of a full history: the oldest version becomes the newest.
+        hotsql.version_recycle(artifact_id, oldest, number, fields, now)
+    else:
+        hotsql.version_insert(artifact_id, number, fields, now)
+        if oldest is not None and oldest <= drop_to:
+            hotsql.versions_trim(artifact_id, up_to=drop_to)  # keep_versions was lowered
 
     record = ArtifactRecord(
         id=artifact_id,

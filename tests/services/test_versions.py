@@ -98,8 +98,17 @@ def test_keep_versions_per_agent_drops_exactly_the_oldest(historic):
     assert numbers(record_id) == [1, 2, 3, 4, 5]  # keep_versions=5: all kept
     tag(historic)  # the 6th drops the 1st, exactly
     assert numbers(record_id) == [2, 3, 4, 5, 6]
-    tag(historic)
+    tag(historic, title="seventh", data={"n": 7}, source="model", contents=b"7")
     assert numbers(record_id) == [3, 4, 5, 6, 7]
+    newest = versions.version_get(agent=historic, artifact_id=record_id, number=7)
+    # A recycled row holds the new tag's values, not the dropped version's.
+    assert (newest.title, newest.data, newest.source, newest.content.size) == (
+        "seventh",
+        {"n": 7},
+        "model",
+        1,
+    )
+    assert versions.version_get(agent=historic, artifact_id=record_id, number=6).data == {}
     with pytest.raises(NotFoundError) as exc:
         versions.version_get(agent=historic, artifact_id=record_id, number=2)
     assert exc.value.code == "unknown_version"
@@ -646,3 +655,25 @@ def test_tag_cost_with_history_does_not_grow_with_the_store(db):
     assert _count(small, "key9") == _count(large, "key4999")
     assert numbers(services.keyed_id("large", "key4999")) == list(range(2, 12))
     assert Artifact.objects.filter(agent=large).count() == 5000
+
+
+def test_lowering_keep_versions_drops_the_surplus_at_the_next_tag(db):
+    agent = services.agent_create(slug="lowered", keep_versions=5)
+    record_id = tag(agent).id
+    for _ in range(5):
+        tag(agent)
+    assert numbers(record_id) == [2, 3, 4, 5, 6]  # full: the oldest was recycled into the newest
+    Agent.objects.filter(pk=agent.pk).update(keep_versions=2)
+    agent.refresh_from_db()
+    tag(agent)
+    assert numbers(record_id) == [6, 7]
+    tag(agent)
+    assert numbers(record_id) == [7, 8]
+    # Each kept version still holds its own tag's values after being recycled.
+    assert versions.version_get(agent=agent, artifact_id=record_id, number=8).version == 8
+    Agent.objects.filter(pk=agent.pk).update(keep_versions=4)
+    agent.refresh_from_db()
+    tag(agent)
+    tag(agent)
+    tag(agent)
+    assert numbers(record_id) == [8, 9, 10, 11]
