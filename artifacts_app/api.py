@@ -10,16 +10,18 @@ HTTP tag's. The facade acts as the agent's host code: it has the rights of the a
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
 from asgiref.sync import sync_to_async
 
-from artifacts_app import selectors, services, versions
+from artifacts_app import selectors, services
 from artifacts_app.errors import ArtifactError
 from artifacts_app.evals import current_turn_id
 from artifacts_app.records import ArtifactRecord, ContentInfo
 from artifacts_app.registry import spec_for
+from artifacts_app.selectors import versions
 
 if TYPE_CHECKING:
     from artifacts_app.tool import ToolResult
@@ -76,7 +78,7 @@ class Artifacts:
         )
         return result.record
 
-    def list(
+    def list(  # shadows builtins.list in this class: annotations below say builtins.list
         self,
         *,
         kind: str | None = None,
@@ -84,9 +86,9 @@ class Artifacts:
         source: str | None = None,
         key: str | None = None,
         limit: int | None = None,
-    ) -> list[ArtifactRecord]:
+    ) -> builtins.list[ArtifactRecord]:
         """Records newest-updated first; all of them unless ``limit`` (1–500) is given."""
-        filters = {
+        filters: dict[str, Any] = {
             "agent": self.agent,
             "kind": kind,
             "session_id": self.session_id if session_id is _UNSET else session_id,
@@ -106,7 +108,7 @@ class Artifacts:
 
     # --- history (API.md "Versions, pins and diffs"): the agent key's rights, all versions -------
 
-    def versions(self, artifact_id: str) -> list[ArtifactRecord]:
+    def versions(self, artifact_id: str) -> builtins.list[ArtifactRecord]:
         """The record's kept versions, newest first; each is the record as that tag stored it."""
         return versions.versions_all(agent=self.agent, artifact_id=artifact_id)
 
@@ -145,22 +147,22 @@ class Artifacts:
     def unpin(self, artifact_id: str) -> ArtifactRecord:
         return services.artifact_pin(agent=self.agent, artifact_id=artifact_id, pinned=False)
 
-    def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:  # noqa: A002
+    def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:
         """Create a session of this agent; answers its id (generated when ``id`` is None)."""
         return services.session_create(agent=self.agent, sid=id, owner=owner).sid
 
-    def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+    def tool(self, format: str = "anthropic") -> dict[str, Any]:
         """The model-facing ``tag_artifact`` tool: ``anthropic``, ``openai`` or ``openai-responses``.
 
         Raises ``ArtifactError`` (``tool_not_offered``) when the agent offers no built-in tool.
         """
         from artifacts_app import tool
 
-        return tool.tool_definition(spec_for(services.agent_get(self.agent)), format)
+        return tool.tool_definition(spec_for(selectors.agent_get(self.agent)), format)
 
     def run_tool(
         self,
-        input: Any,  # noqa: A002
+        input: Any,
         *,
         session_id: str | None = _UNSET,
         turn_id: str | None = _UNSET,
@@ -186,13 +188,13 @@ class Artifacts:
             raise
         return tool.ToolResult.tagged(result.record, result.created)
 
-    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:  # noqa: A002
+    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:
         return await sync_to_async(self.run_tool)(input, **kwargs)
 
     async def atag(self, **kwargs: Any) -> ArtifactRecord:
         return await sync_to_async(self.tag)(**kwargs)
 
-    async def alist(self, **kwargs: Any) -> list[ArtifactRecord]:
+    async def alist(self, **kwargs: Any) -> builtins.list[ArtifactRecord]:
         return await sync_to_async(self.list)(**kwargs)
 
     async def aget(self, artifact_id: str) -> ArtifactRecord:
@@ -201,7 +203,7 @@ class Artifacts:
     async def adelete(self, artifact_id: str) -> None:
         await sync_to_async(self.delete)(artifact_id)
 
-    async def aversions(self, artifact_id: str) -> list[ArtifactRecord]:
+    async def aversions(self, artifact_id: str) -> builtins.list[ArtifactRecord]:
         return await sync_to_async(self.versions)(artifact_id)
 
     async def aversion(self, artifact_id: str, number: int) -> ArtifactRecord:

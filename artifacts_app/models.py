@@ -1,6 +1,7 @@
 """The tables: Agent · Session · Artifact · ArtifactVersion · Blob · Event · ApiKey.
 
-Rows are written only by ``services`` (and ``events``, called from services); everything else reads.
+Rows are written by ``services`` (and, inside a service's call, ``events``' event rows and ``blobs``'
+claim of a Blob row); reads go through ``selectors``; the admin's changelists read their own rows.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Agent(models.Model):
     keep_versions = models.PositiveIntegerField(
         default=10,
         db_default=10,
-        help_text="Versions kept per record (freeform agents); 1 keeps no history."
+        help_text="Versions kept per record (freeform agents); 1 keeps no history.",
     )
     artifact_count = models.PositiveIntegerField(default=0, editable=False)
     last_seq = models.PositiveBigIntegerField(default=0, editable=False)

@@ -39,8 +39,9 @@ def main() -> None:
 
     from django.db import connection, transaction
 
-    from artifacts_app import artifacts, hotsql, services
+    from artifacts_app import artifacts, services
     from artifacts_app.models import Agent, Artifact
+    from artifacts_app.services import _sql as hotsql
 
     n = args.n
     run_id = secrets.token_hex(3)
@@ -80,16 +81,17 @@ def main() -> None:
         api.tag(kind="note", data={"i": i})
 
     # History off: the version statements skipped (bench only; the product always keeps history).
-    version_insert, versions_trim = hotsql.version_insert, hotsql.versions_trim
+    saved = (hotsql.version_insert, hotsql.versions_trim, hotsql.version_recycle)
 
     def history(on: bool, fn):
         def run(i: int) -> None:
             if not on:
-                hotsql.version_insert = hotsql.versions_trim = lambda *a, **k: None
+                skip = lambda *a, **k: None  # noqa: E731
+                hotsql.version_insert = hotsql.versions_trim = hotsql.version_recycle = skip
             try:
                 fn(i)
             finally:
-                hotsql.version_insert, hotsql.versions_trim = version_insert, versions_trim
+                hotsql.version_insert, hotsql.versions_trim, hotsql.version_recycle = saved
 
         return run
 

@@ -13,7 +13,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html_join
 
-from artifacts_app import services
+from artifacts_app import access, services
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
 from artifacts_app.admin.secrets import keys_table, revoked_message, show_secret_once
 from artifacts_app.errors import ArtifactError
@@ -35,7 +35,7 @@ class AgentAddForm(forms.ModelForm):
 
 
 def _is_staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_active and request.user.is_staff)
+    return access.is_staff(request.user)
 
 
 @admin.register(Agent)
@@ -43,17 +43,27 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
     list_display = ("slug", "fill", "kind_names", "tool_on", "active_keys", "created_at")
     search_fields = ("=slug",)
     change_form_template = "admin/artifacts_app/agent/change_form.html"
-    fields = ("slug", "module_or_freeform", "fill", "tool_on", "kinds_and_schemas", "keys", "created_at")
+    fields = (
+        "slug",
+        "module_or_freeform",
+        "fill",
+        "tool_on",
+        "kinds_and_schemas",
+        "keys",
+        "created_at",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return _is_staff(request)
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None:
             kwargs["form"] = AgentAddForm
             kwargs["fields"] = ("slug", "max_artifacts")
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
         return ("slug", "max_artifacts") if obj is None else self.fields
@@ -108,7 +118,9 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
                 (
                     name,
                     kind.description,
-                    json.dumps(kind.json_schema(), indent=2) if kind.schema is not None else "no schema: any JSON",
+                    json.dumps(kind.json_schema(), indent=2)
+                    if kind.schema is not None
+                    else "no schema: any JSON",
                 )
                 for name, kind in kinds.items()
             ),
@@ -141,9 +153,13 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
             return HttpResponseNotAllowed(["POST"])
         agent = get_object_or_404(Agent, pk=agent_id)
         label = (request.POST.get("label") or "").strip()
-        key, secret = services.agent_key_create(agent=agent, label=label or f"admin: {request.user.get_username()}")
+        key, secret = services.agent_key_create(
+            agent=agent, label=label or f"admin: {request.user.get_username()}"
+        )
         back = reverse("admin:artifacts_app_agent_change", args=[agent.pk])
-        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back)
+        return show_secret_once(
+            request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back
+        )
 
 
 class ActiveFilter(admin.SimpleListFilter):
@@ -178,7 +194,9 @@ class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="owner")
     def owner(self, obj: ApiKey) -> str:
-        return obj.agent.slug if obj.agent_id else obj.user.get_username()
+        if obj.agent is not None:
+            return obj.agent.slug
+        return obj.user.get_username() if obj.user is not None else "—"
 
     @admin.action(description="Revoke selected keys and tokens")
     def revoke_selected(self, request: HttpRequest, queryset) -> None:

@@ -16,6 +16,8 @@ from django.contrib.admin.views.main import PAGE_VAR, ChangeList
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
+from artifacts_app import access
+
 
 class SeenPaginator(Paginator):
     """A paginator over one fetched window: pages up to the current one, and the next if any."""
@@ -30,11 +32,11 @@ class SeenPaginator(Paginator):
         self._seen = offset + len(self.window)
 
     @property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         return self._seen
 
     @property
-    def num_pages(self) -> int:  # type: ignore[override]
+    def num_pages(self) -> int:
         return max(math.ceil(self._seen / self.per_page), 1)
 
     def page(self, number: Any) -> Page:
@@ -74,10 +76,10 @@ class SupervisorMixin:
     whatever their Django model permissions say. Nobody edits a row in place."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -53,6 +53,10 @@ class ArtifactsUserAdmin(UserAdmin):
         if not self.has_change_permission(request, user):
             return HttpResponseRedirect(reverse("admin:index"))
         label = (request.POST.get("label") or "").strip()
-        key, secret = services.user_token_create(user=user, label=label or f"admin: {request.user.get_username()}")
+        key, secret = services.user_token_create(
+            user=user, label=label or f"admin: {request.user.get_username()}"
+        )
         back = reverse("admin:auth_user_change", args=[user.pk])
-        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=user.get_username(), back=back)
+        return show_secret_once(
+            request, self.admin_site, key=key, secret=secret, owner=user.get_username(), back=back
+        )

@@ -12,9 +12,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from artifacts_app.blobs import blob_open, blob_redirect_url
-from artifacts_app.records import DEFAULT_BYTES_TYPE
+from artifacts_app.records import DEFAULT_BYTES_TYPE, media_type
 
 STREAM_CHUNK = 1024 * 1024
 INLINE_SAFE = frozenset(
@@ -33,10 +34,6 @@ _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 class Unsatisfiable(Exception):
     pass
-
-
-def media_type(content_type: str) -> str:
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def is_inline_safe(content_type: str) -> bool:
@@ -102,7 +99,7 @@ async def blob_chunks(sha256: str, start: int, end: int) -> AsyncIterator[bytes]
         await asyncio.to_thread(fh.close)
 
 
-def _common_headers(response: HttpResponse, etag: str) -> None:
+def _common_headers(response: HttpResponseBase, etag: str) -> None:
     response["ETag"] = etag
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "sandbox"
@@ -115,13 +112,15 @@ def content_response(request: Any, *, sha256: str, size: int, content_type: str 
     content_type = content_type or DEFAULT_BYTES_TYPE
     etag = f'"{sha256}"'
     if etag_matches(request.META.get("HTTP_IF_NONE_MATCH"), etag):
-        response = HttpResponseNotModified()  # no body, so no Content-Type either
+        response: HttpResponseBase = HttpResponseNotModified()  # no body, so no Content-Type either
         _common_headers(response, etag)
         return response
     disposition = "inline" if is_inline_safe(content_type) else "attachment"
     # ARTIFACTS_S3_REDIRECT (docs/operations.md): S3 serves the bytes, Range included, with the
     # record's headers; the URL is signed for GET only, so HEAD is answered here.
-    redirect = blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    redirect = (
+        blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    )
     if redirect is not None:
         response = HttpResponse(status=302)
         response["Location"] = redirect

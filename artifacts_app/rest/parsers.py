@@ -73,7 +73,9 @@ class ORJSONRenderer(renderers.BaseRenderer):
     format = "json"
     charset = None
 
-    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None) -> bytes:
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> bytes:
         if data is None:
             return b""
         return orjson.dumps(data)

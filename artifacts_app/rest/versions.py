@@ -13,7 +13,7 @@ from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 
-from artifacts_app import access, selectors, services, versions
+from artifacts_app import access, selectors, services
 from artifacts_app.errors import NotFoundError
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.content import content_response
@@ -21,6 +21,7 @@ from artifacts_app.rest.filters import PageFilter, cleaned
 from artifacts_app.rest.pagination import next_url
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
 from artifacts_app.rest.views import AgentView, json_response
+from artifacts_app.selectors import versions
 
 VERSION = OpenApiParameter(
     "number", int, OpenApiParameter.PATH, description="A version number (1 is the first tag)."

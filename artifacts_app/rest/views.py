@@ -36,7 +36,18 @@ from artifacts_app.rest.parsers import (
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
 
 TAG_FIELDS = frozenset(
-    {"kind", "key", "title", "data", "sessionId", "turnId", "source", "contents", "contentsBase64", "contentType"}
+    {
+        "kind",
+        "key",
+        "title",
+        "data",
+        "sessionId",
+        "turnId",
+        "source",
+        "contents",
+        "contentsBase64",
+        "contentType",
+    }
 )
 SESSION_FIELDS = frozenset({"id", "owner"})
 
@@ -52,13 +63,13 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
-        return services.agent_get(self.kwargs["slug"])
+        return selectors.agent_get(self.kwargs["slug"])
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
 
 
-def _object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ArtifactError("invalid_body", "The body must be a JSON object.")
     unknown = sorted(set(body) - allowed)
@@ -104,10 +115,12 @@ class SessionsView(AgentView):
         agent = self.agent()
         caller = self.caller()
         access.session_visibility(caller, agent)  # 401 / 403 before the body is looked at
-        body = _object_body(request.data, SESSION_FIELDS)
+        body = object_body(request.data, SESSION_FIELDS)
         owner = body.get("owner")
         if owner is not None and not isinstance(owner, str):
-            raise ArtifactError("invalid_owner", "`owner` is a username or null.", {"field": "owner"})
+            raise ArtifactError(
+                "invalid_owner", "`owner` is a username or null.", {"field": "owner"}
+            )
         owner = access.require_session_create(caller, agent, owner)
         session = services.session_create(agent=agent, sid=body.get("id"), owner=owner)
         row = selectors.session_values(agent=agent, sid=session.sid)
@@ -148,7 +161,9 @@ def _contents(body: dict[str, Any]) -> bytes | str | None:
     if encoded is not None:
         if not isinstance(encoded, str):
             raise ArtifactError(
-                "invalid_base64", "`contentsBase64` is a base64 string.", {"field": "contentsBase64"}
+                "invalid_base64",
+                "`contentsBase64` is a base64 string.",
+                {"field": "contentsBase64"},
             )
         try:
             return base64.b64decode(encoded, validate=True)
@@ -219,7 +234,10 @@ class ArtifactsView(AgentView):
     @extend_schema(
         operation_id="artifacts_tag",
         summary="Tag an artifact (agent key): 201 created, 200 replaced",
-        request={"application/json": s.TagSerializer, "multipart/form-data": s.TagMultipartSerializer},
+        request={
+            "application/json": s.TagSerializer,
+            "multipart/form-data": s.TagMultipartSerializer,
+        },
         responses={
             201: OpenApiResponse(s.RecordSerializer, description="Created."),
             200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
@@ -233,7 +251,7 @@ class ArtifactsView(AgentView):
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
         else:
-            body = _object_body(request.data, TAG_FIELDS)
+            body = object_body(request.data, TAG_FIELDS)
             contents, content_type = _contents(body), body.get("contentType")
         result = _tag(agent, body, contents, content_type)
         return json_response(result.record.to_json(), status=201 if result.created else 200)
@@ -242,16 +260,19 @@ class ArtifactsView(AgentView):
         raw = request.data.get("record")
         if raw is None:
             raise ArtifactError(
-                "record_required", "A multipart tag needs a `record` part holding the JSON record.",
+                "record_required",
+                "A multipart tag needs a `record` part holding the JSON record.",
                 {"field": "record"},
             )
         try:
             body = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
             raise ArtifactError(
-                "malformed_json", f"The `record` part is not valid JSON: {exc}.", {"field": "record"}
+                "malformed_json",
+                f"The `record` part is not valid JSON: {exc}.",
+                {"field": "record"},
             ) from None
-        body = _object_body(body, TAG_FIELDS)
+        body = object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
             contents: Any = _contents(body)
@@ -306,7 +327,9 @@ class ContentView(AgentView):
         operation_id="artifacts_content",
         summary="The record's blob, streamed; honours Range and If-None-Match",
         parameters=[
-            OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"),
+            OpenApiParameter(
+                "Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"
+            ),
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
         ],
         responses={
@@ -322,7 +345,8 @@ class ContentView(AgentView):
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
         if not row["blob_id"]:
             raise NotFoundError(
-                "no_content", f"Artifact {artifact_id!r} has no content; its record is all there is."
+                "no_content",
+                f"Artifact {artifact_id!r} has no content; its record is all there is.",
             )
         return content_response(
             request, sha256=row["blob_id"], size=row["blob__size"], content_type=row["content_type"]

@@ -69,14 +69,21 @@ def test_tag_appears_retag_changes_in_place_delete_removes(live, page):
 
 
 def test_recovers_the_events_it_missed_while_the_server_was_down(live, page):
-    doomed = tag_inside(live, kind="report", key="doomed", title="About to go", data={}, session_id="s_live")
+    doomed = tag_inside(
+        live, kind="report", key="doomed", title="About to go", data={}, session_id="s_live"
+    )
     open_session(page, live)
     expect(card(page, doomed["id"])).to_be_visible()
 
     live.kill()
     expect(page.locator("#status")).to_have_attribute("data-state", "offline", timeout=10_000)
     missed = tag_inside(
-        live, kind="report", key="missed", title="Tagged while offline", data={"n": 1}, session_id="s_live"
+        live,
+        kind="report",
+        key="missed",
+        title="Tagged while offline",
+        data={"n": 1},
+        session_id="s_live",
     )
     live.python(
         "from artifacts_app import services\n"

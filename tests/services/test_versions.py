@@ -13,10 +13,13 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from artifacts_app import access, artifacts, blobgc, pruning, services, versions
+from artifacts_app import access, artifacts, services
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError
 from artifacts_app.models import Agent, Artifact, ArtifactVersion, Blob, Event
 from artifacts_app.registry import Kind, define_artifacts
+from artifacts_app.selectors import versions
+from artifacts_app.services import blobs as blobgc
+from artifacts_app.services import pruning
 
 
 def numbers(artifact_id: str) -> list[int]:

@@ -24,13 +24,11 @@ class Command(BaseCommand):
             help=f"versions kept per record (default {DEFAULT_KEEP_VERSIONS}; 1 keeps no history)",
         )
 
-    def handle(  # noqa: A002
+    def handle(
         self, *args: object, slug: str, max: int, keep_versions: int, **options: object
     ) -> None:
         agent = run_service(
-            lambda: services.agent_create(
-                slug=slug, max_artifacts=max, keep_versions=keep_versions
-            )
+            lambda: services.agent_create(slug=slug, max_artifacts=max, keep_versions=keep_versions)
         )
         self.stdout.write(
             f"Created agent {agent.slug} (max {agent.max_artifacts}, {agent.keep_versions} versions "

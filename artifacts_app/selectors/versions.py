@@ -19,8 +19,8 @@ from django.db.models import Q
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent, Artifact, ArtifactVersion
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
-from artifacts_app.selectors import check_limit
-from artifacts_app.services import agent_get
+from artifacts_app.selectors.agents import agent_get
+from artifacts_app.selectors.pages import check_limit
 
 VERSION_FIELDS = (
     "number",
