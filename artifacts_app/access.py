@@ -9,6 +9,9 @@ protected, not only single objects; hidden and missing then look the same (404).
 | agent key of agent A  | every artifact of A         | A   | A      |
 | user                  | artifacts of owned sessions | no  | no     |
 | staff user            | everything                  | no  | yes    |
+
+Versions are read by their own session (``version_visibility``); pins are the deleters' (agent key,
+staff); restore is a tag (agent key).
 | no credentials        | nothing (401)               | no  | no     |
 A key of agent A used on agent B is 403.
 """
@@ -129,6 +132,16 @@ def artifact_visibility(caller: Caller, agent: Agent) -> Q | None:
     return Q(session__owner=caller.user)
 
 
+def version_visibility(caller: Caller, agent: Agent) -> Q | None:
+    """The filter on ``ArtifactVersion`` rows the caller may read (None: all of them): a version is
+    visible by **its own** session, not the record's, so a record moved from alice's session into
+    bob's never shows bob what it held in alice's (API.md "Versions, pins and diffs")."""
+    _require_known(caller, agent)
+    if caller.kind in (AGENT, STAFF):
+        return None
+    return Q(session__owner=caller.user)
+
+
 def session_visibility(caller: Caller, agent: Agent) -> Q | None:
     """The filter on ``Session`` rows of ``agent`` the caller may read (None: all of them)."""
     _require_known(caller, agent)
@@ -150,6 +163,22 @@ def require_delete(caller: Caller, agent: Agent) -> None:
     if caller.kind not in (AGENT, STAFF):
         raise ForbiddenError(
             "forbidden", "Only the agent's key or a staff user may delete artifacts."
+        )
+
+
+def require_pin(caller: Caller, agent: Agent) -> None:
+    """The agent's key and staff pin and unpin."""
+    _require_known(caller, agent)
+    if caller.kind not in (AGENT, STAFF):
+        raise ForbiddenError("forbidden", "Only the agent's key or a staff user may pin or unpin.")
+
+
+def require_restore(caller: Caller, agent: Agent) -> None:
+    """A restore is a tag: only the agent's own key."""
+    _require_known(caller, agent)
+    if caller.kind != AGENT:
+        raise ForbiddenError(
+            "forbidden", "Only the agent's key may restore a version (it is a tag)."
         )
 
 

@@ -21,6 +21,7 @@ from artifacts_app.errors import ArtifactError
 from artifacts_app.evals import current_turn_id
 from artifacts_app.records import ArtifactRecord, ContentInfo
 from artifacts_app.registry import spec_for
+from artifacts_app.selectors import versions
 
 if TYPE_CHECKING:
     from artifacts_app.tool import ToolResult
@@ -105,6 +106,47 @@ class Artifacts:
         """Delete a record and its content; emits ``artifact.deleted``."""
         services.artifact_delete(agent=self.agent, artifact_id=artifact_id)
 
+    # --- history (API.md "Versions, pins and diffs"): the agent key's rights, all versions -------
+
+    def versions(self, artifact_id: str) -> builtins.list[ArtifactRecord]:
+        """The record's kept versions, newest first; each is the record as that tag stored it."""
+        return versions.versions_all(agent=self.agent, artifact_id=artifact_id)
+
+    def version(self, artifact_id: str, number: int) -> ArtifactRecord:
+        """Version ``number`` of a record (404 ``unknown_version`` once dropped past keep_versions)."""
+        return versions.version_get(
+            agent=self.agent, artifact_id=artifact_id, number=versions.check_number(number)
+        )
+
+    def diff(self, artifact_id: str, number: int, *, from_: int | None = None) -> dict[str, Any]:
+        """``{"from", "to", "fields", "data"}``: changed top-level fields and an RFC 6902 patch
+        from ``from_``'s data (default: the version before ``number``) to ``number``'s."""
+        return versions.versions_diff(
+            agent=self.agent,
+            artifact_id=artifact_id,
+            number=versions.check_number(number),
+            from_=None if from_ is None else versions.check_number(from_, field="from"),
+        )
+
+    def restore(
+        self, artifact_id: str, number: int, *, turn_id: str | None = _UNSET
+    ) -> ArtifactRecord:
+        """A new version with version ``number``'s kind, title and data, in the record's current
+        session; its content only if it was tagged in that session. Emits ``artifact.tagged``."""
+        return services.artifact_restore(
+            agent=self.agent,
+            artifact_id=artifact_id,
+            number=versions.check_number(number),
+            turn_id=self._turn(turn_id),
+        ).record
+
+    def pin(self, artifact_id: str) -> ArtifactRecord:
+        """Pin a record: eviction skips it. Emits ``artifact.pinned`` when it changes."""
+        return services.artifact_pin(agent=self.agent, artifact_id=artifact_id, pinned=True)
+
+    def unpin(self, artifact_id: str) -> ArtifactRecord:
+        return services.artifact_pin(agent=self.agent, artifact_id=artifact_id, pinned=False)
+
     def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:
         """Create a session of this agent; answers its id (generated when ``id`` is None)."""
         return services.session_create(agent=self.agent, sid=id, owner=owner).sid
@@ -160,6 +202,24 @@ class Artifacts:
 
     async def adelete(self, artifact_id: str) -> None:
         await sync_to_async(self.delete)(artifact_id)
+
+    async def aversions(self, artifact_id: str) -> builtins.list[ArtifactRecord]:
+        return await sync_to_async(self.versions)(artifact_id)
+
+    async def aversion(self, artifact_id: str, number: int) -> ArtifactRecord:
+        return await sync_to_async(self.version)(artifact_id, number)
+
+    async def adiff(self, artifact_id: str, number: int, **kwargs: Any) -> dict[str, Any]:
+        return await sync_to_async(self.diff)(artifact_id, number, **kwargs)
+
+    async def arestore(self, artifact_id: str, number: int, **kwargs: Any) -> ArtifactRecord:
+        return await sync_to_async(self.restore)(artifact_id, number, **kwargs)
+
+    async def apin(self, artifact_id: str) -> ArtifactRecord:
+        return await sync_to_async(self.pin)(artifact_id)
+
+    async def aunpin(self, artifact_id: str) -> ArtifactRecord:
+        return await sync_to_async(self.unpin)(artifact_id)
 
     def _turn(self, turn_id: str | None) -> str | None:
         if turn_id is not _UNSET:

@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 
 TAGGED = "artifact.tagged"
 DELETED = "artifact.deleted"
+PINNED = "artifact.pinned"
 REASONS = ("deleted", "evicted", "pruned")
 
 

@@ -1,4 +1,4 @@
-"""The tables: Agent · Session · Artifact · Blob · Event · ApiKey.
+"""The tables: Agent · Session · Artifact · ArtifactVersion · Blob · Event · ApiKey.
 
 Rows are written by ``services`` (and, inside a service's call, ``events``' event rows and ``blobs``'
 claim of a Blob row); reads go through ``selectors``; the admin's changelists read their own rows.
@@ -26,6 +26,11 @@ class Agent(models.Model):
         help_text="Python module that declares its kinds; empty: freeform.",
     )
     max_artifacts = models.PositiveIntegerField(default=1000)
+    keep_versions = models.PositiveIntegerField(
+        default=10,
+        db_default=10,
+        help_text="Versions kept per record (freeform agents); 1 keeps no history.",
+    )
     artifact_count = models.PositiveIntegerField(default=0, editable=False)
     last_seq = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)
@@ -116,6 +121,10 @@ class Artifact(models.Model):
         db_index=False,
     )
     content_type = models.CharField(max_length=255, null=True, blank=True)
+    # The number of the current version (its row in ArtifactVersion); pinned records are never evicted.
+    # Database defaults too: rows written by SQL that names neither (a bulk load) are version 1, unpinned.
+    version = models.PositiveIntegerField(default=1, db_default=1)
+    pinned = models.BooleanField(default=False, db_default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -133,10 +142,76 @@ class Artifact(models.Model):
             models.Index(
                 fields=["blob"], name="artifact_blob", condition=models.Q(blob__isnull=False)
             ),
+            # Eviction takes the oldest-updated *unpinned* records: a seek here, however many of
+            # the agent's oldest records are pinned.
+            models.Index(
+                fields=["agent", "updated_at", "id"],
+                name="artifact_agent_unpinned",
+                condition=models.Q(pinned=False),
+            ),
         ]
 
     def __str__(self) -> str:
         return self.title or self.key or self.id
+
+
+class ArtifactVersion(models.Model):
+    """What one tag of a record stored (API.md "Versions, pins and diffs"). The record's newest
+    version repeats its current fields, so reading a record never needs this table; a record keeps
+    its newest ``keep_versions`` versions, and all of them go with it."""
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed by the (artifact, number) constraint below.
+    artifact = models.ForeignKey(
+        Artifact, on_delete=models.CASCADE, related_name="versions", db_index=False
+    )
+    number = models.PositiveIntegerField()
+    kind = models.CharField(max_length=64)
+    title = models.CharField(max_length=512, null=True, blank=True)
+    data = models.JSONField()
+    # Visibility is by the version's own session (a user sees the versions of sessions it owns).
+    session = models.ForeignKey(
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="artifact_versions",
+        db_index=False,
+    )
+    turn_id = models.CharField(max_length=128, null=True, blank=True)
+    source = models.CharField(max_length=8, choices=Artifact.SOURCES, default=Artifact.SOURCE_HOST)
+    blob = models.ForeignKey(
+        Blob,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="versions",
+        db_index=False,
+    )
+    content_type = models.CharField(max_length=255, null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["artifact", "number"], name="version_artifact_number_uniq"
+            )
+        ]
+        indexes = [
+            # A deleted session nulls its versions' session (SET_NULL): without this, a scan.
+            models.Index(
+                fields=["session"],
+                name="version_session",
+                condition=models.Q(session__isnull=False),
+            ),
+            # gc_blobs keeps a blob any version points at.
+            models.Index(
+                fields=["blob"], name="version_blob", condition=models.Q(blob__isnull=False)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.artifact_id} v{self.number}"
 
 
 class Event(models.Model):

@@ -23,6 +23,8 @@ RECORD_FIELDS = (
     "blob_id",
     "blob__size",
     "content_type",
+    "version",
+    "pinned",
     "created_at",
     "updated_at",
 )
@@ -67,6 +69,8 @@ class ArtifactRecord:
     content: ContentInfo | None
     created_at: datetime
     updated_at: datetime
+    version: int = 1
+    pinned: bool = False
 
     @classmethod
     def from_values(cls, row: dict[str, Any]) -> ArtifactRecord:
@@ -89,6 +93,8 @@ class ArtifactRecord:
             content=content,
             created_at=row["created_at"],
             updated_at=row["updated_at"],
+            version=row.get("version", 1),
+            pinned=bool(row.get("pinned", False)),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -102,6 +108,8 @@ class ArtifactRecord:
             "turnId": self.turn_id,
             "source": self.source,
             "content": self.content.to_json() if self.content else None,
+            "version": self.version,
+            "pinned": self.pinned,
             "createdAt": iso_ms(self.created_at),
             "updatedAt": iso_ms(self.updated_at),
         }
@@ -115,6 +123,8 @@ class ArtifactRecord:
             "title": self.title,
             "data": self.data,
             "source": self.source,
+            "version": self.version,
+            "pinned": self.pinned,
         }
 
 

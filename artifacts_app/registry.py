@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from artifacts_app.models import Agent
 
 DEFAULT_MAX = 1000
+DEFAULT_KEEP_VERSIONS = 10
 FREEFORM_KIND = "artifact"
 TOOL_NAME = "tag_artifact"
 
@@ -33,15 +34,19 @@ TOOL_NAME = "tag_artifact"
 class Kind:
     """One kind of artifact: a description for people and models, and an optional schema.
 
-    ``schema`` is a pydantic model or any type ``pydantic.TypeAdapter`` accepts.
+    ``schema`` is a pydantic model or any type ``pydantic.TypeAdapter`` accepts. ``keep_versions``
+    overrides the agent's for records of this kind (None: the agent's).
     """
 
     description: str
     schema: Any = None
+    keep_versions: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.description, str) or not self.description.strip():
             raise ImproperlyConfigured("A Kind needs a non-empty description.")
+        if self.keep_versions is not None:
+            check_keep_versions(self.keep_versions)
         if self.schema is not None:
             try:
                 TypeAdapter(self.schema)
@@ -65,6 +70,15 @@ class ArtifactsDeclaration:
     kinds: Mapping[str, Kind]
     agent_tool: bool = False
     max: int = DEFAULT_MAX
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
+
+
+def check_keep_versions(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ImproperlyConfigured(
+            f"keep_versions must be a whole number of at least 1 (1 keeps no history); got {value!r}."
+        )
+    return value
 
 
 def define_artifacts(
@@ -72,8 +86,10 @@ def define_artifacts(
     kinds: Mapping[str, Kind] | None = None,
     agent_tool: bool = False,
     max: int = DEFAULT_MAX,
+    keep_versions: int = DEFAULT_KEEP_VERSIONS,
 ) -> ArtifactsDeclaration:
-    """Declare an agent's artifact kinds, whether its model gets the ``tag_artifact`` tool, and its cap."""
+    """Declare an agent's artifact kinds, whether its model gets the ``tag_artifact`` tool, its cap
+    and how many versions each record keeps (``keep_versions``; a kind may say otherwise)."""
     kinds = dict(kinds or {})
     for name, kind in kinds.items():
         if not isinstance(name, str) or not KIND_RE.fullmatch(name):
@@ -86,7 +102,13 @@ def define_artifacts(
             )
     if isinstance(max, bool) or not isinstance(max, int) or max < 1:
         raise ImproperlyConfigured(f"max must be a whole number of at least 1; got {max!r}.")
-    return ArtifactsDeclaration(kinds=MappingProxyType(kinds), agent_tool=bool(agent_tool), max=max)
+    check_keep_versions(keep_versions)
+    return ArtifactsDeclaration(
+        kinds=MappingProxyType(kinds),
+        agent_tool=bool(agent_tool),
+        max=max,
+        keep_versions=keep_versions,
+    )
 
 
 @dataclass(frozen=True)
@@ -99,10 +121,18 @@ class AgentSpec:
     max: int
     module: str = ""
     authored_tool: Any = field(default=None, compare=False)
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
 
     @property
     def freeform(self) -> bool:
         return not self.kinds
+
+    def keep_for(self, kind: str) -> int:
+        """How many versions a record of ``kind`` keeps: the kind's own number, else the agent's."""
+        declared = self.kinds.get(kind)
+        if declared is not None and declared.keep_versions is not None:
+            return declared.keep_versions
+        return self.keep_versions
 
     @property
     def tool_enabled(self) -> bool:
@@ -162,6 +192,7 @@ def spec_for_declared(slug: str, module_path: str) -> AgentSpec:
         max=declaration.max,
         module=module_path,
         authored_tool=authored_tool(module),
+        keep_versions=declaration.keep_versions,
     )
 
 
@@ -171,7 +202,11 @@ def spec_for(agent: Agent) -> AgentSpec:
     if module_path:
         return spec_for_declared(agent.slug, module_path)
     return AgentSpec(
-        slug=agent.slug, kinds=MappingProxyType({}), agent_tool=False, max=agent.max_artifacts
+        slug=agent.slug,
+        kinds=MappingProxyType({}),
+        agent_tool=False,
+        max=agent.max_artifacts,
+        keep_versions=max(int(agent.keep_versions or 1), 1),
     )
 
 

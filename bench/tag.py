@@ -8,6 +8,11 @@ and session by string on every call, as agents' host code does), each against th
 `Artifact.objects.create` inside `transaction.atomic()`. The cases run interleaved in rounds; each
 shows its median round. The database is the one the settings choose (SQLite in a temporary data
 dir unless DATABASE_URL says otherwise).
+
+History (API.md "Versions, pins and diffs"): the same tags with history on (keep_versions 10: each
+tag inserts its version row and, past 10, drops the oldest) beside history off (the version
+statements skipped, which is what a tag cost before versions), in the same rounds. Target: on
+within 1.25x of off.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ def main() -> None:
 
     from artifacts_app import artifacts, services
     from artifacts_app.models import Agent, Artifact
+    from artifacts_app.services import _sql as hotsql
 
     n = args.n
     run_id = secrets.token_hex(3)
@@ -74,6 +80,57 @@ def main() -> None:
     def tag_api(i: int) -> None:
         api.tag(kind="note", data={"i": i})
 
+    # History off: the version statements skipped (bench only; the product always keeps history).
+    saved = (hotsql.version_insert, hotsql.versions_trim, hotsql.version_recycle)
+
+    def history(on: bool, fn):
+        def run(i: int) -> None:
+            if not on:
+                skip = lambda *a, **k: None  # noqa: E731
+                hotsql.version_insert = hotsql.versions_trim = hotsql.version_recycle = skip
+            try:
+                fn(i)
+            finally:
+                hotsql.version_insert, hotsql.versions_trim, hotsql.version_recycle = saved
+
+        return run
+
+    hist_new = {
+        on: services.agent_create(
+            slug=f"hn{int(on)}-{run_id}", max_artifacts=10**9, keep_versions=10
+        )
+        for on in (False, True)
+    }
+    hist_key = {
+        on: services.agent_create(
+            slug=f"hk{int(on)}-{run_id}", max_artifacts=10**9, keep_versions=10
+        )
+        for on in (False, True)
+    }
+    # 50 keys, each with a full history of 10 versions already, so every measured re-tag with
+    # history on also drops one.
+    for on in (False, True):
+        for i in range(50 * 10):
+            history(
+                on,
+                lambda i, on=on: services.artifact_tag(
+                    agent=hist_key[on], kind="note", key=f"k{i % 50}", data={"i": i}
+                ),
+            )(i)
+
+    def hist_tag(on: bool):
+        return history(
+            on, lambda i: services.artifact_tag(agent=hist_new[on], kind="note", data={"i": i})
+        )
+
+    def hist_retag(on: bool):
+        return history(
+            on,
+            lambda i: services.artifact_tag(
+                agent=hist_key[on], kind="note", key=f"k{i % 50}", data={"i": i}
+            ),
+        )
+
     cases = {
         "baseline create": baseline,
         "tag, below cap": tag_below,
@@ -81,6 +138,10 @@ def main() -> None:
         "re-tag of a key": tag_keyed,
         "tag, at cap (evicts 1)": tag_cap,
         "Python API, slug + session": tag_api,
+        "new tag, history off": hist_tag(False),
+        "new tag, history on (10)": hist_tag(True),
+        "re-tag, history off": hist_retag(False),
+        "re-tag, history on (10)": hist_retag(True),
     }
     # Interleaved rounds: a slow spell of the machine (a disk flush, another process) hits every
     # case of a round alike instead of one case's whole run; each case reports its median round.
@@ -107,6 +168,9 @@ def main() -> None:
     print(
         f"  plain tag vs baseline: {base / results['tag, below cap']:.2f}x slower  (target <= 3x)"
     )
+    for what in ("new tag", "re-tag"):
+        off, on = results[f"{what}, history off"], results[f"{what}, history on (10)"]
+        print(f"  {what}: history on vs off: {off / on:.2f}x slower  (target <= 1.25x)")
 
 
 if __name__ == "__main__":

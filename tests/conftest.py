@@ -20,6 +20,7 @@ from tests.servers import free_port
 TEST_AGENTS = {
     "reviewer": "agent_site.agents.reviewer",
     "strict": "tests.agents.strict",
+    "historic": "tests.agents.historic",
 }
 
 
@@ -66,6 +67,13 @@ def reviewer(db) -> Agent:
 def strict(db) -> Agent:
     return Agent.objects.get_or_create(
         slug="strict", defaults={"module": TEST_AGENTS["strict"], "max_artifacts": 5}
+    )[0]
+
+
+@pytest.fixture
+def historic(db) -> Agent:
+    return Agent.objects.get_or_create(
+        slug="historic", defaults={"module": TEST_AGENTS["historic"], "max_artifacts": 4}
     )[0]
 
 

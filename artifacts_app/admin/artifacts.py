@@ -1,5 +1,7 @@
 """Artifacts in the admin: a bounded changelist scoped to one agent, a read-only page with a safe
-preview, delete through ``services.artifacts_delete`` and a bulk "export as JSON"."""
+preview and the record's history (each version's data, a readable diff, a download), delete through
+``services.artifacts_delete``, pin and unpin through ``services.artifact_pin``, and a bulk
+"export as JSON"."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.text import Truncator
 
 from artifacts_app import access, blobs, selectors, services
@@ -21,6 +24,7 @@ from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact
 from artifacts_app.records import RECORD_FIELDS, media_type, record_json
 from artifacts_app.registry import spec_for
+from artifacts_app.selectors import versions
 
 PREVIEW_BYTES = 64 * 1024
 EXPORT_MAX = 10_000
@@ -120,6 +124,30 @@ def export_as_json(modeladmin: Any, request: HttpRequest, queryset: QuerySet) ->
     return response
 
 
+def _pin_action(pinned: bool):
+    verb = "Pin" if pinned else "Unpin"
+
+    @admin.action(description=f"{verb} selected artifacts")
+    def action(modeladmin: Any, request: HttpRequest, queryset: QuerySet) -> None:
+        done = 0
+        rows = queryset.values_list("agent__slug", "id")[:EXPORT_MAX]
+        for slug, artifact_id in rows:
+            try:
+                services.artifact_pin(agent=slug, artifact_id=artifact_id, pinned=pinned)
+                done += 1
+            except ArtifactError as exc:
+                messages.error(request, exc.message)
+        messages.success(request, f"{verb}ned {done} artifact(s).")
+
+    action.__name__ = f"{verb.lower()}_selected"
+    return action
+
+
+pin_selected = _pin_action(True)
+unpin_selected = _pin_action(False)
+HISTORY_SHOWN = 50
+
+
 @admin.register(Artifact)
 class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
     list_display = (
@@ -131,16 +159,18 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         "source",
         "content_size",
         "content_type",
+        "version",
+        "pinned",
         "updated_at",
     )
-    list_filter = (AgentFilter, KindFilter, "source", HasContentFilter)
+    list_filter = (AgentFilter, KindFilter, "source", HasContentFilter, "pinned")
     search_fields = ("=id", "key", "title")
     search_help_text = "Id (exact), key or title (contains), within the chosen agent."
     date_hierarchy = "updated_at"
     ordering = ("-updated_at", "-id")
     sortable_by = ()
     list_select_related = ("agent", "session", "blob")
-    actions = (export_as_json,)
+    actions = (export_as_json, pin_selected, unpin_selected)
     fields = (
         "id",
         "agent",
@@ -150,10 +180,13 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         "session_link",
         "turn_id",
         "source",
+        "version",
+        "pinned",
         "created_at",
         "updated_at",
         "pretty_data",
         "content_preview",
+        "history",
     )
     readonly_fields = fields
 
@@ -225,6 +258,74 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
             more = " (first 64 KiB)" if size > PREVIEW_BYTES else ""
             return format_html('<pre class="artifact-text">{}</pre>{}{}', text, more, download)
         return download
+
+    @admin.display(description="history")
+    def history(self, obj: Artifact) -> str:
+        """Every kept version, newest first: its data, what changed from the one before, and a
+        download of its content (the REST version content route, which staff may read)."""
+        page = versions.versions_page(agent=obj.agent, artifact_id=obj.pk, limit=HISTORY_SHOWN)
+        records = page.records()
+        parts = []
+        for index, record in enumerate(records):
+            older = records[index + 1] if index + 1 < len(records) else None
+            if older is not None:
+                diff = versions.versions_diff(
+                    agent=obj.agent,
+                    artifact_id=obj.pk,
+                    number=record.version,
+                    from_=older.version,
+                )
+                lines = [
+                    f"{name}: {json.dumps(change['from'], ensure_ascii=False)} → "
+                    f"{json.dumps(change['to'], ensure_ascii=False)}"
+                    for name, change in diff["fields"].items()
+                ]
+                lines += [
+                    f"{op['op']} {op['path'] or '/'}"
+                    + (f" = {json.dumps(op['value'], ensure_ascii=False)}" if "value" in op else "")
+                    + (f" (from {op['from']})" if "from" in op else "")
+                    for op in diff["data"]
+                ]
+                changes = "\n".join(lines) or "no change"
+                change_html = format_html(
+                    '<p>Changes from v{}:</p><pre class="artifact-diff">{}</pre>',
+                    older.version,
+                    changes,
+                )
+            else:
+                change_html = format_html("<p>{}</p>", "The oldest version kept.")
+            download = "—"
+            if record.content is not None:
+                url = f"/{obj.agent.slug}/v1/artifacts/{obj.pk}/versions/{record.version}/content"
+                download = format_html(
+                    '<a href="{}" download>Download v{} ({} bytes, {})</a>',
+                    url,
+                    record.version,
+                    f"{record.content.size:,}",
+                    record.content.content_type,
+                )
+            parts.append(
+                format_html(
+                    '<details class="artifact-version"{}><summary>v{} · {} · {} · session {} · {}'
+                    '</summary>{}<pre class="artifact-json">{}</pre><p>{}</p></details>',
+                    " open" if index == 0 else "",
+                    record.version,
+                    record.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
+                    record.kind,
+                    record.session_id or "—",
+                    record.title or "(no title)",
+                    change_html,
+                    json.dumps(record.data, indent=2, ensure_ascii=False, sort_keys=True),
+                    download,
+                )
+            )
+        more = (
+            format_html("<p>Only the newest {} versions are shown.</p>", HISTORY_SHOWN)
+            if page.next_cursor
+            else ""
+        )
+        # Each part is already escaped by format_html.
+        return mark_safe("".join(parts) + more)  # noqa: S308
 
     # --- deletes go through the service, which emits artifact.deleted ------------------------
 

@@ -41,7 +41,8 @@ def errors(*codes: int) -> dict[int, OpenApiResponse]:
     for code in codes:
         base[code] = ERRORS.get(code) or _err(
             {
-                409: "The session id exists already.",
+                409: "A conflict: the session id exists already, the cap is reached with every "
+                "other record pinned (`cap_reached`), or an unkeyed record has nothing to restore.",
                 413: "A size limit was passed (data, body or content); the message says which.",
                 416: "The range starts past the end of the content.",
             }[code]

@@ -38,6 +38,11 @@ class RecordSerializer(serializers.Serializer):
     turnId = serializers.CharField(allow_null=True)
     source = serializers.ChoiceField(choices=["host", "model"])  # type: ignore[assignment]  # shadows Field.source
     content = ContentSerializer(allow_null=True)
+    version = serializers.IntegerField(
+        min_value=1,
+        help_text="The number of the record's current version (for a version: its own).",
+    )
+    pinned = serializers.BooleanField(help_text="Whether eviction skips this record.")
     createdAt = serializers.DateTimeField()
     updatedAt = serializers.DateTimeField()
 
@@ -45,6 +50,52 @@ class RecordSerializer(serializers.Serializer):
 class RecordPageSerializer(serializers.Serializer):
     results = RecordSerializer(many=True)
     next = serializers.URLField(allow_null=True)
+
+
+class VersionPageSerializer(serializers.Serializer):
+    results = RecordSerializer(
+        many=True,
+        help_text="Versions the caller may see, newest first; `updatedAt` is when each was tagged.",
+    )
+    next = serializers.URLField(allow_null=True)
+
+
+class FieldChangeSerializer(serializers.Serializer):
+    to = AnyJSONField()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = dict(super().get_fields())
+        fields["from"] = AnyJSONField()  # a Python keyword, so added by name
+        return fields
+
+
+class JsonPatchOpSerializer(serializers.Serializer):
+    op = serializers.ChoiceField(choices=["add", "remove", "replace", "move", "copy", "test"])
+    path = serializers.CharField(allow_blank=True)
+    value = AnyJSONField(required=False)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = dict(super().get_fields())
+        fields["from"] = serializers.CharField(required=False, allow_blank=True)
+        return fields
+
+
+class DiffSerializer(serializers.Serializer):
+    to = serializers.IntegerField(min_value=1)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # `from` is a Python keyword, `fields` and `data` are a Serializer's own attributes:
+        # the three are added by name.
+        fields = dict(super().get_fields())
+        fields["from"] = serializers.IntegerField(min_value=1)
+        fields["fields"] = serializers.DictField(
+            child=FieldChangeSerializer(),
+            help_text="Each of kind, title, sessionId, turnId, source, content that differs.",
+        )
+        fields["data"] = JsonPatchOpSerializer(
+            many=True, help_text="RFC 6902 JSON Patch that turns `from`'s data into `to`'s."
+        )
+        return fields
 
 
 class TagSerializer(serializers.Serializer):

@@ -9,12 +9,13 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from artifacts_app.names import ARTIFACT_ID_PATTERN, SESSION_ID_PATTERN
-from artifacts_app.rest import views
+from artifacts_app.rest import versions, views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
 SESSION_ID = rf"(?P<session_id>{SESSION_ID_PATTERN})"
 ARTIFACT_ID = rf"(?P<artifact_id>{ARTIFACT_ID_PATTERN})"
+VERSION = r"(?P<number>[0-9]{1,10})"
 
 tool_urlpatterns: list[URLPattern | URLResolver] = [
     path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
@@ -27,6 +28,30 @@ agent_urlpatterns: list[URLPattern | URLResolver] = [
     path("artifacts/kinds", views.KindsView.as_view(), name="kinds"),
     re_path(rf"^artifacts/{ARTIFACT_ID}$", views.ArtifactDetailView.as_view(), name="artifact"),
     re_path(rf"^artifacts/{ARTIFACT_ID}/content$", views.ContentView.as_view(), name="content"),
+    re_path(rf"^artifacts/{ARTIFACT_ID}/pin$", versions.PinView.as_view(), name="pin"),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions$", versions.VersionsView.as_view(), name="versions"
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}$",
+        versions.VersionDetailView.as_view(),
+        name="version",
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/content$",
+        versions.VersionContentView.as_view(),
+        name="version-content",
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/diff$",
+        versions.VersionDiffView.as_view(),
+        name="version-diff",
+    ),
+    re_path(
+        rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/restore$",
+        versions.VersionRestoreView.as_view(),
+        name="version-restore",
+    ),
     path("", include(tool_urlpatterns)),
     re_path(r"^.*$", NotFoundView.as_view(), name="unknown_route"),
 ]

@@ -6,11 +6,20 @@ from django.db import IntegrityError, transaction
 
 from artifacts_app.errors import ArtifactError, ConflictError
 from artifacts_app.models import Agent
-from artifacts_app.registry import DEFAULT_MAX, declared_agents, load_declaration, slug_problem
+from artifacts_app.registry import (
+    DEFAULT_KEEP_VERSIONS,
+    DEFAULT_MAX,
+    declared_agents,
+    load_declaration,
+    slug_problem,
+)
 
 
-def agent_create(*, slug: str, max_artifacts: int = DEFAULT_MAX) -> Agent:
-    """A freeform agent (no module): any non-empty kind, no tool, capped at ``max_artifacts``."""
+def agent_create(
+    *, slug: str, max_artifacts: int = DEFAULT_MAX, keep_versions: int = DEFAULT_KEEP_VERSIONS
+) -> Agent:
+    """A freeform agent (no module): any non-empty kind, no tool, capped at ``max_artifacts``
+    records of ``keep_versions`` versions each."""
     problem = slug_problem(slug)
     if problem:
         raise ArtifactError("invalid_slug", problem)
@@ -18,9 +27,16 @@ def agent_create(*, slug: str, max_artifacts: int = DEFAULT_MAX) -> Agent:
         raise ArtifactError(
             "invalid_max", f"max must be a whole number of at least 1; got {max_artifacts!r}."
         )
+    if isinstance(keep_versions, bool) or not isinstance(keep_versions, int) or keep_versions < 1:
+        raise ArtifactError(
+            "invalid_keep_versions",
+            f"keep_versions must be a whole number of at least 1 (1 keeps no history); got {keep_versions!r}.",
+        )
     try:
         with transaction.atomic():
-            return Agent.objects.create(slug=slug, max_artifacts=max_artifacts)
+            return Agent.objects.create(
+                slug=slug, max_artifacts=max_artifacts, keep_versions=keep_versions
+            )
     except IntegrityError:
         raise ConflictError(
             "agent_exists", f"An agent {slug!r} exists already; choose another slug."

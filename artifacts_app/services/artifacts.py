@@ -1,5 +1,8 @@
 """Tagging, deleting and evicting artifacts: the one implementation each (DESIGN.md §1).
 
+Every tag stores a new version of its record in the same transaction (API.md "Versions, pins and
+diffs"): the record keeps its newest ``keep_versions``, and eviction skips pinned records.
+
 Every write of one agent locks its row first, so eviction is exact and event ``seq`` order is
 commit order. A tag runs a fixed number of statements whatever the store holds; the bookkeeping
 ones are SQL (``_sql``), the artifact row itself is written by the ORM.
@@ -13,10 +16,11 @@ from datetime import datetime
 from typing import IO, Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from artifacts_app import blobs, selectors
-from artifacts_app.errors import NotFoundError
+from artifacts_app.errors import ConflictError, NotFoundError
 from artifacts_app.events import DELETED, TAGGED, EventBatch
 from artifacts_app.models import Agent, Artifact
 from artifacts_app.names import keyed_id, new_id
@@ -45,6 +49,7 @@ class _Tag:
 
     agent: Agent
     max: int
+    keep_versions: int
     kind: str
     key: str | None
     title: str | None
@@ -72,9 +77,11 @@ def artifact_tag(
     """Tag an artifact: upsert by ``key``, keep or drop content, evict past ``max``, emit events.
 
     ``contents`` may be bytes, a str (stored as UTF-8) or a binary file, which is streamed.
-    Answers the stored record and whether it was created. Refusals raise ``ArtifactError`` and
-    leave no record, no event and no counter change. ``artifact_id`` re-tags that existing record
-    (an unkeyed one too; ``artifact_content_put``); gone by then: 404.
+    Every tag stores a new version of the record (a re-tag of a key adds one; the newest
+    ``keep_versions`` are kept). Answers the stored record and whether it was created. Refusals
+    raise ``ArtifactError`` and leave no record, no version, no event and no counter change.
+    ``artifact_id`` re-tags that existing record (an unkeyed one too; ``artifact_content_put``);
+    gone by then: 404.
     """
     agent = selectors.agent_get(agent)
     spec = spec_for(agent)
@@ -91,8 +98,26 @@ def artifact_tag(
         content_type=content_type,
     )
     tag = _Tag(
-        agent, spec.max, kind_name, key, title, parsed, session_id, turn_id, source, artifact_id
+        agent,
+        spec.max,
+        spec.keep_for(kind_name),
+        kind_name,
+        key,
+        title,
+        parsed,
+        session_id,
+        turn_id,
+        source,
+        artifact_id,
     )
+    if contents is not None and artifact_id is None and agent.artifact_count >= spec.max:
+        # At the cap, before the blob is stored: refuse a new record that could evict nothing
+        # (the same check runs under the lock; this one only spares gc_blobs the garbage).
+        # A content PUT (artifact_id) re-tags an existing record and never needs room.
+        keyed = keyed_id(agent.slug, key) if key is not None else None
+        room = Q(pinned=False) | Q(pk=keyed) if keyed else Q(pinned=False)
+        if not Artifact.objects.filter(room, agent_id=agent.pk).exists():
+            raise _cap_reached(agent, spec.max)
     content: ContentInfo | None = None
     if contents is not None:
         if session_id is not None and selectors.session_pk(agent.pk, session_id) is None:
@@ -106,7 +131,11 @@ def artifact_tag(
         return _tag_locked(tag, content)
 
 
-def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
+def _tag_locked(tag: _Tag, content: ContentInfo | None, *, carry_content: bool = True) -> TagResult:
+    """The write of a tag, under the agent's lock: the record, its new version, eviction, events.
+
+    ``carry_content`` False (restore): no content but ``content`` itself, whatever the record had.
+    """
     agent = tag.agent
     count, last_seq = _lock_agent(agent)
     session_pk = None
@@ -123,7 +152,13 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
     previous = _sql.artifact_previous(artifact_id) if tag.key is not None or retag else None
     if retag and previous is None:
         raise _unknown_artifact(agent, artifact_id)
-    if content is None and previous and previous.blob_id and previous.session_id == session_pk:
+    if (
+        content is None
+        and carry_content
+        and previous
+        and previous.blob_id
+        and previous.session_id == session_pk
+    ):
         # Rule 3: a re-tag without contents keeps its content while the session stays. A new
         # record without contents, or one that changed session, has none: old content must
         # not follow a record into another user's session.
@@ -132,6 +167,9 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
             previous.content_type or DEFAULT_BYTES_TYPE,
             previous.blob_id,
         )
+    # The agent's lock serialises every tag of this record: numbers are gapless, and the
+    # (artifact, number) constraint would refuse a duplicate rather than store it.
+    number = previous.version + 1 if previous is not None else 1
     fields: dict[str, Any] = {
         "kind": tag.kind,
         "key": tag.key,
@@ -142,6 +180,7 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
         "source": tag.source,
         "blob_id": content.sha256 if content else None,
         "content_type": content.content_type if content else None,
+        "version": number,
         "updated_at": now,
     }
     if previous is not None:
@@ -149,6 +188,18 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
     else:
         Artifact.objects.create(id=artifact_id, agent_id=agent.pk, created_at=now, **fields)
         count += 1
+    # History: versions are contiguous (the oldest go first), so the previous row's oldest kept
+    # number says what this tag must drop; one or two seeks on (artifact, number) either way,
+    # whatever the history or the store holds.
+    oldest = previous.oldest_version if previous is not None else None
+    drop_to = number - tag.keep_versions  # versions numbered up to this one go
+    if oldest is not None and oldest == drop_to:
+        # The steady state of a full history: the oldest version becomes the newest.
+        _sql.version_recycle(artifact_id, oldest, number, fields, now)
+    else:
+        _sql.version_insert(artifact_id, number, fields, now)
+        if oldest is not None and oldest <= drop_to:
+            _sql.versions_trim(artifact_id, up_to=drop_to)  # keep_versions was lowered
     record = ArtifactRecord(
         id=artifact_id,
         kind=tag.kind,
@@ -161,6 +212,8 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
         content=content,
         created_at=previous.created_at if previous is not None else now,
         updated_at=now,
+        version=number,
+        pinned=previous.pinned if previous is not None else False,
     )
     batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
     batch.add(
@@ -173,14 +226,17 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None) -> TagResult:
     )
     if count > tag.max:
         count -= _evict(agent, keep_id=artifact_id, count=count - tag.max, batch=batch, at=now)
+        if count > tag.max and previous is None:
+            # Every other record is pinned: refuse, and the transaction takes it all back.
+            raise _cap_reached(agent, tag.max)
     batch.store()
     _sql.agent_counters_save(agent.pk, _sql.Counters(count, batch.last_seq))
     return TagResult(record=record, created=previous is None)
 
 
 def _evict(agent: Agent, *, keep_id: str, count: int, batch: EventBatch, at: datetime) -> int:
-    """Eviction: the oldest-updated records past ``max`` go (ties by id), never the one just
-    tagged, each with an ``artifact.deleted`` event of reason ``evicted``."""
+    """Eviction: the oldest-updated unpinned records past ``max`` go (ties by id), never the one
+    just tagged, each with an ``artifact.deleted`` event of reason ``evicted``."""
     evicted = _sql.evict_oldest(agent.pk, keep_id=keep_id, count=count)
     return _deleted_events(evicted, batch=batch, reason="evicted", at=at)
 
@@ -220,6 +276,15 @@ def artifact_content_put(
 def _unknown_artifact(agent: Agent, artifact_id: str) -> NotFoundError:
     return NotFoundError(
         "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
+    )
+
+
+def _cap_reached(agent: Agent, cap: int) -> ConflictError:
+    return ConflictError(
+        "cap_reached",
+        f"Agent {agent.slug!r} holds its max of {cap} records and every other one is pinned, "
+        "so nothing can be evicted: unpin or delete one, or raise max.",
+        {"max": cap},
     )
 
 
@@ -263,12 +328,14 @@ def artifacts_delete(
     ids: list[str],
     reason: str = "deleted",
     updated_at_most: datetime | None = None,
+    skip_pinned: bool = False,
 ) -> int:
     """Delete the artifacts of ``agent`` with these ids, in one transaction; answers how many went.
 
     ``reason`` is ``deleted`` (a caller asked) or ``pruned`` (an operator's prune). Ids that do not
     exist are skipped: the caller decides whether that is an error. ``updated_at_most`` (prune)
-    skips a record re-tagged since the caller chose it. A pruned record emits ``artifact.deleted``
+    skips a record re-tagged since the caller chose it, ``skip_pinned`` (prune without
+    ``--include-pinned``) one pinned since. A record's versions go with it. A pruned record emits ``artifact.deleted``
     only when it had a session (API.md: prune_artifacts); the counters stay exact either way.
     """
     agent = selectors.agent_get(agent)
@@ -280,7 +347,10 @@ def artifacts_delete(
         count, last_seq = _lock_agent(agent)
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
         deleted = _sql.artifacts_delete_ids(
-            agent.pk, list(dict.fromkeys(ids)), updated_at_most=updated_at_most
+            agent.pk,
+            list(dict.fromkeys(ids)),
+            updated_at_most=updated_at_most,
+            skip_pinned=skip_pinned,
         )
         removed = len(deleted)
         if reason == "pruned":

@@ -1,4 +1,5 @@
-"""Blob collection (API.md ``gc_blobs``): remove stored bytes no record points at, past a grace.
+"""Blob collection (API.md ``gc_blobs``): remove stored bytes no record and no kept version points
+at, past a grace.
 
 Why it is safe while tags run — the claim protocol:
 
@@ -36,7 +37,7 @@ from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from artifacts_app import blobs  # the storage layer; this module is the collection service
-from artifacts_app.models import Artifact, Blob
+from artifacts_app.models import Artifact, ArtifactVersion, Blob
 
 SHA_RE = re.compile(r"[0-9a-f]{64}")
 BATCH_SIZE = 500
@@ -119,6 +120,7 @@ def _candidates(cutoff: datetime) -> Iterator[tuple[str, int]]:
     unreferenced = (
         Blob.objects.filter(created_at__lt=cutoff)
         .exclude(Exists(Artifact.objects.filter(blob_id=OuterRef("pk"))))
+        .exclude(Exists(ArtifactVersion.objects.filter(blob_id=OuterRef("pk"))))
         .order_by("sha256")
     )
     position = ""
@@ -148,6 +150,8 @@ def blob_collect_one(sha256: str, cutoff: datetime) -> int | None:
             return None
         if Artifact.objects.filter(blob_id=sha256).exists():
             return None
+        if ArtifactVersion.objects.filter(blob_id=sha256).exists():
+            return None  # an older version still points at it
         blobs.blob_delete(sha256)
         with connection.cursor() as cursor:
             cursor.execute(

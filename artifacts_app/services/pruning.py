@@ -55,8 +55,12 @@ class PruneReport:
 Progress = Callable[[str, int], None]
 
 
-def _selection(agent: Agent, *, kind: str | None, session_pk: int | None) -> QuerySet[Artifact]:
+def _selection(
+    agent: Agent, *, kind: str | None, session_pk: int | None, include_pinned: bool
+) -> QuerySet[Artifact]:
     qs = Artifact.objects.filter(agent_id=agent.pk)
+    if not include_pinned:
+        qs = qs.filter(pinned=False)
     if kind is not None:
         qs = qs.filter(kind=kind)
     if session_pk is not None:
@@ -74,8 +78,9 @@ def _agent_prune(
     dry_run: bool,
     batch_size: int,
     progress: Progress | None,
+    include_pinned: bool,
 ) -> int:
-    selection = _selection(agent, kind=kind, session_pk=session_pk)
+    selection = _selection(agent, kind=kind, session_pk=session_pk, include_pinned=include_pinned)
     if keep:
         # The keep-th newest of the selection: everything strictly older than it may go.
         boundary = list(
@@ -109,6 +114,7 @@ def _agent_prune(
                 ids=[artifact_id for _, artifact_id in rows],
                 reason="pruned",
                 updated_at_most=max(updated for updated, _ in rows),
+                skip_pinned=not include_pinned,
             )
         position = rows[-1]
         if progress is not None:
@@ -140,11 +146,14 @@ def artifacts_prune(
     dry_run: bool = False,
     batch_size: int = BATCH_SIZE,
     progress: Progress | None = None,
+    include_pinned: bool = False,
 ) -> PruneReport:
     """Delete (``dry_run``: count) the records the filters select, and stored events past retention.
 
     With no record filter at all (no agent, kind, session, older_than or keep) no record is touched:
     only stored events are pruned. ``keep`` keeps the newest ``keep`` of the selection per agent.
+    Pinned records are never selected (nor counted by ``keep``) unless ``include_pinned``; a
+    record's versions go with it.
     """
     if kind is not None and not KIND_RE.fullmatch(kind):
         raise ArtifactError("invalid_kind", f"--kind {kind!r} is not a valid kind name.")
@@ -173,6 +182,7 @@ def artifacts_prune(
                 dry_run=dry_run,
                 batch_size=batch_size,
                 progress=progress,
+                include_pinned=include_pinned,
             )
             if count:
                 report.per_agent[row.slug] = count

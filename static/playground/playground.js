@@ -59,10 +59,13 @@
     card.dataset.id = record.id;
     if (record.updatedAt) card.dataset.updated = record.updatedAt;
     const head = card.querySelector(".card-head");
-    head.replaceChildren(
+    const badges = [
       el("span", "kind", record.kind),
       el("span", "badge source-" + (record.source === "model" ? "model" : "host"), record.source || "host"),
-    );
+    ];
+    if (typeof record.version === "number") badges.push(el("span", "badge version", "v" + record.version));
+    if (record.pinned) badges.push(el("span", "badge pinned", "pinned"));
+    head.replaceChildren(...badges);
     card.querySelector(".title").textContent = record.title || record.key || record.id;
     const meta = [];
     if (record.key && record.title) meta.push("key " + record.key);
@@ -129,6 +132,8 @@
     }
     if (msg.type === "artifact.tagged" && msg.record) {
       upsert(msg.record);
+      loadFull(msg.record.id);
+    } else if (msg.type === "artifact.pinned" && msg.record) {
       loadFull(msg.record.id);
     } else if (msg.type === "artifact.deleted" && msg.record) {
       remove(msg.record.id);

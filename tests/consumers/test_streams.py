@@ -205,3 +205,46 @@ async def test_eviction_and_delete_events(keys):
         ("artifact.deleted", "deleted", second.id),
     ]
     await comm.disconnect()
+
+
+async def test_pin_events_are_fanned_out_stored_and_replayed(keys):
+    """artifact.pinned (API.md "Events"): live on the session's and the agent's streams, and
+    again through ?after= replay; artifact.tagged carries version and pinned."""
+    alice = connect(ALICE, keys["alice"])
+    agent = connect(AGENT, keys["agent_key"])
+    assert (await alice.connect())[0] and (await agent.connect())[0]
+    record = (await tag(agent="watched", key="p", data={"n": 1}, session_id="s:alice")).record
+    pin = database_sync_to_async(services.artifact_pin)
+    await pin(agent="watched", artifact_id=record.id)
+    await tag(agent="watched", key="p", data={"n": 2}, session_id="s:alice")
+    await pin(agent="watched", artifact_id=record.id, pinned=False)
+    expected = [
+        ("artifact.tagged", {"version": 1, "pinned": False}),
+        ("artifact.pinned", {"pinned": True}),
+        ("artifact.tagged", {"version": 2, "pinned": True}),
+        ("artifact.pinned", {"pinned": False}),
+    ]
+
+    def shape(messages: list[dict]) -> list[tuple[str, dict]]:
+        return [
+            (m["type"], {k: m["record"][k] for k in ("version", "pinned") if k in m["record"]})
+            for m in messages
+        ]
+
+    for comm in (alice, agent):
+        got = await receive_n(comm, 4)
+        assert shape(got) == expected
+        assert [m["seq"] for m in got] == [1, 2, 3, 4]
+        await comm.disconnect()
+    pinned = got[1]
+    assert pinned == {
+        "type": "artifact.pinned",
+        "seq": 2,
+        "sessionId": "s:alice",
+        "at": pinned["at"],
+        "record": {"id": record.id, "key": "p", "kind": record.kind, "pinned": True},
+    }
+    replay = connect(ALICE + "?after=1", keys["alice"])
+    assert (await replay.connect())[0]
+    assert shape(await receive_n(replay, 3)) == expected[1:]
+    await replay.disconnect()

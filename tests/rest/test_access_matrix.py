@@ -59,6 +59,27 @@ MATRIX: dict[tuple[str, str], dict[str, int]] = {
     ("artifacts/<artifact_id>/content", "GET"): dict(
         none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
     ),
+    ("artifacts/<artifact_id>/pin", "PUT"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>/pin", "DELETE"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>/versions", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>/versions/<number>", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>/versions/<number>/content", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>/versions/<number>/diff", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>/versions/<number>/restore", "POST"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
     ("artifacts/<artifact_id>/content", "PUT"): dict(
         none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
     ),
@@ -107,15 +128,18 @@ def test_matrix_covers_urlconf():
 
 
 def _path(world: World, route: str) -> str:
-    return "/reviewer/v1/" + route.replace("<session_id>", world.alice_session).replace(
+    path = "/reviewer/v1/" + route.replace("<session_id>", world.alice_session).replace(
         "<artifact_id>", world.content_id
-    )
+    ).replace("<number>", "1")
+    return path + "?from=1" if path.endswith("/diff") else path
 
 
 def _body(route: str, method: str) -> dict | None:
-    if method == "PUT":  # the raw content; the test client sends no Content-Type with no body
+    if method == "PUT" and route.endswith(
+        "/content"
+    ):  # the raw content; the test client sends no Content-Type with no body
         return {"replaced": True}
-    if method != "POST":
+    if method != "POST" or route.endswith("/restore"):
         return None
     if route == "sessions":
         return {}
@@ -152,6 +176,7 @@ def test_access(world: World, client, route: str, method: str, caller: str):
 
 
 LIST_IDS = {
+    ("artifacts/<artifact_id>/versions", "GET"): lambda w, c: {w.content_id},
     ("artifacts", "GET"): lambda w, c: {
         "agent": w.all_ids(),
         "staff": w.all_ids(),

@@ -50,3 +50,49 @@ def test_threads_tagging_one_agent_stay_exact():
     # 8 × 25 unkeyed-per-worker keys + 1 shared key were created; all but 20 were evicted.
     assert evicted == 201 - 20
     assert Agent.objects.get(pk=agent.pk).artifact_count == 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sixteen_concurrent_retags_of_one_key_number_versions_1_to_16():
+    from artifacts_app.models import ArtifactVersion
+
+    assert connection.vendor != "sqlite" or not connection.is_in_memory_db()
+    agent = services.agent_create(slug="racing", max_artifacts=100, keep_versions=100)
+    errors: list[BaseException] = []
+    answered: list[int] = []
+    barrier = threading.Barrier(16)
+
+    def worker(n: int) -> None:
+        try:
+            barrier.wait()
+            record = services.artifact_tag(
+                agent="racing", kind="note", key="one", data={"w": n}
+            ).record
+            answered.append(record.version)
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            close_old_connections()
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert sorted(answered) == list(range(1, 17))  # no gap, no duplicate
+    record = Artifact.objects.get(agent=agent)
+    assert record.version == 16
+    stored = list(
+        ArtifactVersion.objects.filter(artifact=record)
+        .order_by("number")
+        .values_list("number", "data")
+    )
+    assert [n for n, _ in stored] == list(range(1, 17))
+    assert len({d["w"] for _, d in stored}) == 16  # each version is one worker's tag
+    # The record holds what its newest version holds.
+    assert record.data == stored[-1][1]
+    tagged = Event.objects.filter(agent=agent, type="artifact.tagged").order_by("seq")
+    assert [e.payload["record"]["version"] for e in tagged] == list(range(1, 17))

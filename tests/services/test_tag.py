@@ -333,6 +333,8 @@ def test_tag_event_shape(freeform, alice):
             "title": "T",
             "data": {"a": 1},
             "source": "model",
+            "version": 1,
+            "pinned": False,
         },
     }
     assert event.payload["at"].endswith("Z") and len(event.payload["at"]) == 24
@@ -363,6 +365,8 @@ def test_record_timestamps_are_iso_ms_z(freeform):
         "turnId",
         "source",
         "content",
+        "version",
+        "pinned",
         "createdAt",
         "updatedAt",
     }

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from artifacts_app import services
 from artifacts_app.management.commands._base import run_service
-from artifacts_app.registry import DEFAULT_MAX
+from artifacts_app.registry import DEFAULT_KEEP_VERSIONS, DEFAULT_MAX
 
 
 class Command(BaseCommand):
@@ -17,9 +17,20 @@ class Command(BaseCommand):
         parser.add_argument(
             "--max", type=int, default=DEFAULT_MAX, help=f"retention cap (default {DEFAULT_MAX})"
         )
+        parser.add_argument(
+            "--keep-versions",
+            type=int,
+            default=DEFAULT_KEEP_VERSIONS,
+            help=f"versions kept per record (default {DEFAULT_KEEP_VERSIONS}; 1 keeps no history)",
+        )
 
-    def handle(self, *args: object, slug: str, max: int, **options: object) -> None:
-        agent = run_service(lambda: services.agent_create(slug=slug, max_artifacts=max))
+    def handle(
+        self, *args: object, slug: str, max: int, keep_versions: int, **options: object
+    ) -> None:
+        agent = run_service(
+            lambda: services.agent_create(slug=slug, max_artifacts=max, keep_versions=keep_versions)
+        )
         self.stdout.write(
-            f"Created agent {agent.slug} (max {agent.max_artifacts}). Its routes live under /{agent.slug}/v1/."
+            f"Created agent {agent.slug} (max {agent.max_artifacts}, {agent.keep_versions} versions "
+            f"per record). Its routes live under /{agent.slug}/v1/."
         )

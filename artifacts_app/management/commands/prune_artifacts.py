@@ -15,7 +15,8 @@ class Command(BaseCommand):
     help = (
         "Delete artifacts in batches: those the filters select (all filters must match), oldest "
         "first, with artifact.deleted (reason pruned) for records that had a session. Stored events "
-        "older than ARTIFACTS_EVENT_RETENTION (or --events-older-than) are pruned too."
+        "older than ARTIFACTS_EVENT_RETENTION (or --events-older-than) are pruned too. Pinned records "
+        "are skipped unless --include-pinned; a record's versions go with it."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -33,6 +34,11 @@ class Command(BaseCommand):
             help="prune stored events older than this (default: ARTIFACTS_EVENT_RETENTION)",
         )
         parser.add_argument("--batch-size", default=str(pruning.BATCH_SIZE), help="rows per batch")
+        parser.add_argument(
+            "--include-pinned",
+            action="store_true",
+            help="prune pinned records too (by default they are skipped)",
+        )
         parser.add_argument(
             "--dry-run", action="store_true", help="count what would go; change nothing"
         )
@@ -79,6 +85,7 @@ class Command(BaseCommand):
                 dry_run=dry_run,
                 batch_size=batch_size,
                 progress=progress,
+                include_pinned=options["include_pinned"],
             )
         )
         if tty and last_draw[0]:

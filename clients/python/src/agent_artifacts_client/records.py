@@ -31,6 +31,8 @@ class ArtifactRecord:
     content: ContentInfo | None
     created_at: datetime
     updated_at: datetime
+    version: int = 1
+    pinned: bool = False
 
 
 def _ts(value: str) -> datetime:
@@ -54,4 +56,6 @@ def record_from_json(body: dict[str, Any]) -> ArtifactRecord:
         else None,
         created_at=_ts(body["createdAt"]),
         updated_at=_ts(body["updatedAt"]),
+        version=body.get("version", 1),
+        pinned=bool(body.get("pinned", False)),
     )
