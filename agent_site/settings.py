@@ -149,6 +149,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: NUL in a path or query, and a wrong Host on the API, never reach a view (API.md "Errors").
+    "artifacts_app.door.DoorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from artifacts_app import blobs, hotsql
+from artifacts_app import blobs, hotsql, values
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError, TooLargeError
 from artifacts_app.events import DELETED, TAGGED, EventBatch
 from artifacts_app.models import Agent, ApiKey, Artifact, Session
@@ -38,6 +38,7 @@ from artifacts_app.registry import (
     DEFAULT_MAX,
     FREEFORM_KIND,
     KIND_RE,
+    SLUG_RE,
     AgentSpec,
     slug_problem,
     spec_for,
@@ -63,7 +64,9 @@ def agent_get(agent: Agent | str) -> Agent:
     """The agent row for a slug (or the row itself); unknown slugs raise ``NotFoundError``."""
     if isinstance(agent, Agent):
         return agent
-    found = hotsql.agent_by_slug(agent) if isinstance(agent, str) else None
+    # A string that cannot be a slug names no agent: answered without a query, so that a NUL or a
+    # lone surrogate in a URL never reaches SQL (PostgreSQL would refuse it with a 500).
+    found = hotsql.agent_by_slug(agent) if isinstance(agent, str) and SLUG_RE.fullmatch(agent) else None
     if found is None:
         raise NotFoundError("unknown_agent", f"There is no agent {agent!r}.")
     return found
@@ -95,7 +98,7 @@ def _user_get(user: AbstractBaseUser | str) -> AbstractBaseUser:
         return user
     found = (
         User.objects.filter(**{User.USERNAME_FIELD: user}).first()
-        if isinstance(user, str) and "\x00" not in user
+        if isinstance(user, str) and values.text_problem(user) is None
         else None
     )
     if found is None:
@@ -154,8 +157,7 @@ def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
         raise ArtifactError(
             code, f"`{field}` is {len(value)} characters; the limit is {limit}.", {"field": field}
         )
-    if "\x00" in value:
-        raise ArtifactError(code, f"`{field}` may not contain NUL (U+0000).", {"field": field})
+    values.check_text(value, field=field, code=code)
 
 
 def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
@@ -203,10 +205,6 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
             ) from None
         return declared.adapter.dump_python(value, mode="json")
     return data
-
-
-# A JSON escape \u0000 not itself escaped (an even number of backslashes before it).
-_NUL_ESCAPE_RE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _encoded_json(data: Any) -> bytes:
@@ -276,15 +274,11 @@ def tag_validate(
     kind_name = _resolve_kind(spec, kind)
     parsed = parse_data(spec, kind_name, data)
     limit = int(settings.ARTIFACTS_MAX_DATA_BYTES)
+    # The one check of what both databases can hold (API.md "Errors"), for every entry point:
+    # what is stored is always what can be listed, read and replayed on SQLite and PostgreSQL.
+    values.check_value(parsed, field="data", code="invalid_data")
     encoded = _encoded_json(parsed)
     size = len(encoded)
-    if b"\\u0000" in encoded and _NUL_ESCAPE_RE.search(encoded):
-        # PostgreSQL's jsonb (and text) cannot hold U+0000: refuse it here, for every entry point.
-        raise ArtifactError(
-            "invalid_data",
-            "`data` may not contain NUL (U+0000) in any string or key; remove it or encode it.",
-            {"field": "data"},
-        )
     if size > limit:
         raise TooLargeError(
             "data_too_large",
@@ -545,6 +539,7 @@ def _new_secret(prefix: str) -> tuple[str, str]:
 def agent_key_create(*, agent: Agent | str, label: str = "") -> tuple[ApiKey, str]:
     """A new agent key: full rights over that one agent. The secret is returned once, never stored."""
     agent = agent_get(agent)
+    values.check_text(label, field="label", code="invalid_label")
     public, secret = _new_secret(AGENT_KEY_PREFIX)
     key = ApiKey.objects.create(
         kind=ApiKey.KIND_AGENT,
@@ -559,6 +554,7 @@ def agent_key_create(*, agent: Agent | str, label: str = "") -> tuple[ApiKey, st
 def user_token_create(*, user: AbstractBaseUser | str, label: str = "") -> tuple[ApiKey, str]:
     """A new user token: acts as that user. The secret is returned once, never stored."""
     user_obj = _user_get(user)
+    values.check_text(label, field="label", code="invalid_label")
     public, secret = _new_secret(USER_TOKEN_PREFIX)
     key = ApiKey.objects.create(
         kind=ApiKey.KIND_USER,

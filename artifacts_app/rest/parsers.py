@@ -14,7 +14,8 @@ from rest_framework import parsers, renderers
 from rest_framework.negotiation import BaseContentNegotiation
 
 from artifacts_app.blobs import content_too_large, max_content_bytes
-from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.errors import TooLargeError
+from artifacts_app.values import json_loads
 
 
 def body_too_large(limit: int) -> TooLargeError:
@@ -27,7 +28,7 @@ def body_too_large(limit: int) -> TooLargeError:
 
 
 class JSONParser(parsers.BaseParser):
-    """JSON bodies up to ``ARTIFACTS_MAX_JSON_BODY_BYTES``, parsed by orjson (NaN refused)."""
+    """JSON bodies up to ``ARTIFACTS_MAX_JSON_BODY_BYTES``, parsed by the one parser (``values``)."""
 
     media_type = "application/json"
 
@@ -40,12 +41,7 @@ class JSONParser(parsers.BaseParser):
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise body_too_large(limit)
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ArtifactError(
-                "malformed_json", f"The body is not valid JSON: {exc}.", {"position": exc.pos}
-            ) from None
+        return json_loads(raw, what="The body")
 
 
 class MultiPartParser(parsers.MultiPartParser):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.urls import include, path, re_path
 
+from artifacts_app.registry import RESERVED_SLUGS
 from artifacts_app.rest import views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
@@ -27,9 +28,19 @@ agent_urlpatterns = [
     re_path(rf"^artifacts/{ARTIFACT_ID}$", views.ArtifactDetailView.as_view(), name="artifact"),
     re_path(rf"^artifacts/{ARTIFACT_ID}/content$", views.ContentView.as_view(), name="content"),
     path("", include(tool_urlpatterns)),
-    re_path(r"^.*$", NotFoundView.as_view(), name="unknown_route"),
+    # [\s\S]: an id with %0A in it is still an unknown route, not Django's HTML 404.
+    re_path(r"^[\s\S]*$", NotFoundView.as_view(), name="unknown_route"),
 ]
+
+# Every other path under /<slug>/ (/reviewer/v2/…, /reviewer/x) answers the 404 envelope too,
+# with DEBUG on or off; the site's own prefixes keep Django's pages.
+_RESERVED = "|".join(sorted(RESERVED_SLUGS))
 
 urlpatterns = [
     re_path(r"^(?P<slug>[^/]+)/v1/", include((agent_urlpatterns, "rest"), namespace="rest")),
+    re_path(
+        rf"^(?!(?:{_RESERVED})/)(?P<slug>[^/]+)/[\s\S]*$",
+        NotFoundView.as_view(),
+        name="unknown_agent_route",
+    ),
 ]

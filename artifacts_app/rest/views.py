@@ -34,6 +34,7 @@ from artifacts_app.rest.parsers import (
     MultiPartParser,
 )
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
+from artifacts_app.values import json_loads
 
 TAG_FIELDS = frozenset(
     {"kind", "key", "title", "data", "sessionId", "turnId", "source", "contents", "contentsBase64", "contentType"}
@@ -56,6 +57,15 @@ class AgentView(APIView):
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
+
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+        # API.md "Errors": OPTIONS is authenticated like GET (401 without credentials, 404 for
+        # an unknown agent) and says only which methods the route has — never DRF's metadata
+        # with the views' docstrings.
+        access.artifact_visibility(self.caller(), self.agent())
+        response = HttpResponse(status=204)
+        response["Allow"] = ", ".join(self.allowed_methods)
+        return response
 
 
 def _object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
@@ -245,12 +255,7 @@ class ArtifactsView(AgentView):
                 "record_required", "A multipart tag needs a `record` part holding the JSON record.",
                 {"field": "record"},
             )
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ArtifactError(
-                "malformed_json", f"The `record` part is not valid JSON: {exc}.", {"field": "record"}
-            ) from None
+        body = json_loads(raw, what="The `record` part", field="record")
         body = _object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
