@@ -24,7 +24,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from pydantic import ValidationError
 
-from artifacts_app import blobs, hotsql, values
+from artifacts_app import blobs, hotsql, media, values
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError, TooLargeError
 from artifacts_app.events import DELETED, TAGGED, EventBatch
 from artifacts_app.models import Agent, ApiKey, Artifact, Session
@@ -45,8 +45,6 @@ from artifacts_app.registry import (
 )
 
 SESSION_ID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-# RFC 7231 media type with optional parameters, printable ASCII only (it becomes a response header).
-CONTENT_TYPE_RE = re.compile(r"[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+(\s*;\s*[\x20-\x7e]*)?")
 MAX_KEY_CHARS = 1024
 MAX_TITLE_CHARS = 512
 MAX_TURN_CHARS = 128
@@ -217,18 +215,12 @@ def _encoded_json(data: Any) -> bytes:
 
 
 def _check_content_type(content_type: Any) -> None:
+    # Parsed, not pattern-matched (media.py): exactly one media type, or 400 invalid_content_type.
     if content_type is None:
         return
-    if (
-        not isinstance(content_type, str)
-        or len(content_type) > 255
-        or not CONTENT_TYPE_RE.fullmatch(content_type)
-    ):
-        raise ArtifactError(
-            "invalid_content_type",
-            "`contentType` must be a media type such as text/markdown or application/pdf.",
-            {"field": "contentType"},
-        )
+    if not isinstance(content_type, str):
+        media.canonical("", field="contentType")
+    media.canonical(content_type)
 
 
 def tag_validate(
@@ -327,6 +319,8 @@ def artifact_tag(
             # Checked before the blob is written, to leave no garbage; checked again under the lock.
             raise _unknown_session(agent, session_id)
 
+    if content_type is not None:
+        content_type = media.canonical(content_type)  # stored and served as parsed
     stored: blobs.StoredBlob | None = None
     if contents is not None:
         stored = blobs.blob_put(contents)

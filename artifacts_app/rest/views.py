@@ -17,7 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
-from artifacts_app import access, selectors, services
+from artifacts_app import access, media, selectors, services
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent
 from artifacts_app.records import record_json
@@ -270,8 +270,11 @@ class ArtifactsView(AgentView):
         content_type = body.get("contentType")
         if content_type is None and upload.content_type:
             content_type = upload.content_type
-            if upload.charset:
-                content_type = f"{content_type}; charset={upload.charset}"
+            charset = upload.charset
+            if isinstance(charset, bytes):  # Django hands a file part's charset over as bytes
+                charset = charset.decode("latin-1")
+            if charset:
+                content_type = f"{content_type}; charset={charset}"
         return body, upload, content_type
 
 
@@ -330,7 +333,13 @@ class ContentView(AgentView):
                 "no_content", f"Artifact {artifact_id!r} has no content; its record is all there is."
             )
         return content_response(
-            request, sha256=row["blob_id"], size=row["blob__size"], content_type=row["content_type"]
+            request,
+            sha256=row["blob_id"],
+            size=row["blob__size"],
+            content_type=row["content_type"],
+            filename=media.download_name(
+                key=row["key"], title=row["title"], artifact_id=row["id"], content_type=row["content_type"]
+            ),
         )
 
 
