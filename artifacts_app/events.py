@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 TAGGED = "artifact.tagged"
 DELETED = "artifact.deleted"
-REASONS = ("deleted", "evicted", "pruned")
+REASONS = ("deleted", "evicted", "pruned", "moved")
 
 
 BATCH = "artifacts.batch"  # the one layer message type: {"type", "origin", "agent", "events"}

@@ -94,18 +94,22 @@ def blob_insert(sha256: str, size: int, at: datetime) -> None:
 def artifact_previous(artifact_id: str) -> dict[str, Any] | None:
     """What a re-tag needs of the record it replaces: session, content and creation time."""
     artifacts, blobs = _q(Artifact._meta.db_table), _q(Blob._meta.db_table)
+    sessions = _q(Session._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at FROM {artifacts} a "
-            f"LEFT JOIN {blobs} b ON b.sha256 = a.blob_id WHERE a.id = %s",
+            f"SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at, s.sid, a.kind "
+            f"FROM {artifacts} a LEFT JOIN {blobs} b ON b.sha256 = a.blob_id "
+            f"LEFT JOIN {sessions} s ON s.id = a.session_id WHERE a.id = %s",
             [artifact_id],
         )
         row = cursor.fetchone()
     if row is None:
         return None
-    session_id, blob_id, size, content_type, created_at = row
+    session_id, blob_id, size, content_type, created_at, session_sid, kind = row
     return {
         "session_id": session_id,
+        "session_sid": session_sid,  # the stream a move leaves (API.md "Events": reason moved)
+        "kind": kind,
         "blob_id": blob_id,
         "blob_size": size,
         "content_type": content_type,

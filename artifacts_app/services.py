@@ -386,6 +386,18 @@ def artifact_tag(
             updated_at=now,
         )
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+        if previous is not None and previous["session_id"] is not None and previous["session_id"] != session_pk:
+            # API.md "Events": a record moving out of a session first leaves it, so that a viewer
+            # of the old session sees it go and never sees its new data.
+            batch.add(
+                DELETED,
+                at=now,
+                session_sid=previous["session_sid"],
+                artifact_id=artifact_id,
+                turn_id=turn_id,
+                record={"id": artifact_id, "key": key, "kind": previous["kind"]},
+                reason="moved",
+            )
         batch.add(
             TAGGED,
             at=now,
