@@ -1,5 +1,7 @@
 """ASGI entry point: HTTP and websockets on the same daphne."""
 
+from __future__ import annotations
+
 import collections
 import os
 from concurrent.futures import ThreadPoolExecutor

@@ -123,7 +123,7 @@ if not SECRET_KEY:
             "DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off: "
             "generate one with `python -c 'import secrets; print(secrets.token_urlsafe(50))'`."
         )
-    SECRET_KEY = "insecure-dev-key-only-for-debug-on-localhost"  # noqa: S105
+    SECRET_KEY = "insecure-dev-key-only-for-debug-on-localhost"
 elif not DEBUG and (len(SECRET_KEY) < 32 or SECRET_KEY.startswith("insecure")):
     raise ImproperlyConfigured(
         "DJANGO_SECRET_KEY is too weak for DJANGO_DEBUG off: use 32+ random characters."
@@ -325,7 +325,9 @@ def s3_storage_from_env() -> dict:
     # not the scale extras are installed.
     bucket = os.environ.get("ARTIFACTS_S3_BUCKET", "").strip()
     if not bucket:
-        raise ImproperlyConfigured("ARTIFACTS_STORAGE=s3 needs ARTIFACTS_S3_BUCKET (the bucket name).")
+        raise ImproperlyConfigured(
+            "ARTIFACTS_STORAGE=s3 needs ARTIFACTS_S3_BUCKET (the bucket name)."
+        )
     endpoint = os.environ.get("ARTIFACTS_S3_ENDPOINT_URL", "").strip() or None
     if endpoint is not None and not endpoint.startswith(("http://", "https://")):
         raise ImproperlyConfigured("ARTIFACTS_S3_ENDPOINT_URL must start with http:// or https://.")
@@ -334,6 +336,7 @@ def s3_storage_from_env() -> dict:
             "ARTIFACTS_STORAGE=s3 needs django-storages with boto3: pip install -e '.[scale]'."
         )
     from boto3.s3.transfer import TransferConfig
+
     return {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
@@ -362,9 +365,7 @@ ARTIFACTS_STORAGE = os.environ.get("ARTIFACTS_STORAGE", "local").strip().lower()
 if ARTIFACTS_STORAGE == "s3":
     STORAGES["artifacts"] = s3_storage_from_env()
 elif ARTIFACTS_STORAGE != "local":
-    raise ImproperlyConfigured(
-        f"ARTIFACTS_STORAGE is 'local' or 's3'; got {ARTIFACTS_STORAGE!r}."
-    )
+    raise ImproperlyConfigured(f"ARTIFACTS_STORAGE is 'local' or 's3'; got {ARTIFACTS_STORAGE!r}.")
 # Content downloads answer a short-lived presigned redirect to S3 instead of streaming the bytes.
 ARTIFACTS_S3_REDIRECT = env_bool("ARTIFACTS_S3_REDIRECT", False)
 if ARTIFACTS_S3_REDIRECT and ARTIFACTS_STORAGE != "s3":

@@ -20,8 +20,10 @@ from typing import Any
 
 from django.db.models import Q
 
-from artifacts_app.errors import ForbiddenError, UnauthenticatedError
+from artifacts_app import selectors
+from artifacts_app.errors import ForbiddenError, NotFoundError, UnauthenticatedError
 from artifacts_app.models import Agent, ApiKey
+from artifacts_app.selectors import Stream
 
 ANONYMOUS = "anonymous"
 AGENT = "agent"
@@ -44,21 +46,67 @@ class Caller:
 ANONYMOUS_CALLER = Caller(kind=ANONYMOUS)
 
 
+INVALID_TOKEN_MESSAGE = (
+    "The bearer token is unknown or revoked; make a new one with "
+    "`manage.py create_agent_key <slug>` or `create_user_token <username>`."
+)
+
+
+def is_staff(user: Any) -> bool:
+    """The staff rule: an active user with ``is_staff`` (REST, websockets and the admin)."""
+    return bool(
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and user.is_active
+        and user.is_staff
+    )
+
+
 def caller_from_key(key: ApiKey) -> Caller:
     """The caller behind an active agent key or user token."""
     if key.kind == ApiKey.KIND_AGENT:
         return Caller(kind=AGENT, agent_id=key.agent_id, key=key)
     user = key.user
-    if not user.is_active:
+    if user is None or not user.is_active:
         return ANONYMOUS_CALLER
-    return Caller(kind=STAFF if user.is_staff else USER, user=user, key=key)
+    return Caller(kind=STAFF if is_staff(user) else USER, user=user, key=key)
 
 
 def caller_from_user(user: Any) -> Caller:
     """The caller behind a Django user (session cookie); anonymous when not logged in."""
     if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
         return ANONYMOUS_CALLER
-    return Caller(kind=STAFF if user.is_staff else USER, user=user)
+    return Caller(kind=STAFF if is_staff(user) else USER, user=user)
+
+
+def bearer_token(header: str | bytes | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value, or None when there is none."""
+    if not header:
+        return None
+    if isinstance(header, bytes):
+        header = header.decode("latin-1")  # latin-1 decodes every byte
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        return None
+    token = token.strip()
+    return token or None
+
+
+def caller_from_authorization(header: str | bytes | None) -> Caller | None:
+    """The caller behind an ``Authorization`` header value: the one reading of it, for REST and
+    websockets alike.
+
+    None when the header carries no bearer token, or one that is unknown, revoked or belongs to
+    an inactive user: the caller then has no credentials that count (REST: 401, websockets: 4401).
+    """
+    token = bearer_token(header)
+    if token is None:
+        return None
+    key = selectors.token_lookup(token)
+    if key is None:
+        return None
+    caller = caller_from_key(key)
+    return caller if caller.is_authenticated else None
 
 
 def _require_known(caller: Caller, agent: Agent) -> None:
@@ -147,6 +195,31 @@ def can_watch_session(caller: Caller, agent: Agent, owner_id: int | None) -> Non
         return
     if owner_id is None or owner_id != caller.user.pk:
         raise ForbiddenError("forbidden", "This session belongs to someone else.")
+
+
+def stream_open(caller: Caller, slug: str, session_sid: str | None) -> Stream:
+    """Resolve and authorise a websocket stream. Unknown agent or session → ``NotFoundError``;
+    a user learns nothing about sessions it does not own: those look forbidden whether or not
+    they exist."""
+    if not caller.is_authenticated:  # before the slug: no credentials learn nothing
+        raise UnauthenticatedError(
+            "not_authenticated",
+            "Send `Authorization: Bearer <agent key or user token>`, or log in.",
+        )
+    agent = selectors.agent_get(slug)
+    if session_sid is None:
+        can_watch_agent(caller, agent)
+        return Stream(agent.pk, agent.slug, None)
+    session = selectors.session_owner(agent.pk, session_sid)
+    if session is None:
+        if caller.kind in (AGENT, STAFF):
+            can_watch_agent(caller, agent)  # a wrong agent's key is still 403
+            raise NotFoundError(
+                "unknown_session", f"Session {session_sid!r} does not exist for agent {slug!r}."
+            )
+        raise ForbiddenError("forbidden", "This session belongs to someone else.")
+    can_watch_session(caller, agent, session.owner_id)
+    return Stream(agent.pk, agent.slug, session_sid)
 
 
 # --- secrets (API.md "Authentication": is_staff alone never mints or revokes them) ------------

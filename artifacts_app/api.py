@@ -10,6 +10,7 @@ HTTP tag's. The facade acts as the agent's host code: it has the rights of the a
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Iterable
 from typing import IO, TYPE_CHECKING, Any
 
@@ -76,7 +77,7 @@ class Artifacts:
         )
         return result.record
 
-    def list(
+    def list(  # shadows builtins.list in this class: annotations below say builtins.list
         self,
         *,
         kind: str | None = None,
@@ -84,9 +85,9 @@ class Artifacts:
         source: str | None = None,
         key: str | None = None,
         limit: int | None = None,
-    ) -> list[ArtifactRecord]:
+    ) -> builtins.list[ArtifactRecord]:
         """Records newest-updated first; all of them unless ``limit`` (1–500) is given."""
-        filters = {
+        filters: dict[str, Any] = {
             "agent": self.agent,
             "kind": kind,
             "session_id": self.session_id if session_id is _UNSET else session_id,
@@ -104,22 +105,22 @@ class Artifacts:
         """Delete a record and its content; emits ``artifact.deleted``."""
         services.artifact_delete(agent=self.agent, artifact_id=artifact_id)
 
-    def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:  # noqa: A002
+    def create_session(self, *, id: str | None = None, owner: str | None = None) -> str:
         """Create a session of this agent; answers its id (generated when ``id`` is None)."""
         return services.session_create(agent=self.agent, sid=id, owner=owner).sid
 
-    def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+    def tool(self, format: str = "anthropic") -> dict[str, Any]:
         """The model-facing ``tag_artifact`` tool: ``anthropic``, ``openai`` or ``openai-responses``.
 
         Raises ``ArtifactError`` (``tool_not_offered``) when the agent offers no built-in tool.
         """
         from artifacts_app import tool
 
-        return tool.tool_definition(spec_for(services.agent_get(self.agent)), format)
+        return tool.tool_definition(spec_for(selectors.agent_get(self.agent)), format)
 
     def run_tool(
         self,
-        input: Any,  # noqa: A002
+        input: Any,
         *,
         session_id: str | None = _UNSET,
         turn_id: str | None = _UNSET,
@@ -145,13 +146,13 @@ class Artifacts:
             raise
         return tool.ToolResult.tagged(result.record, result.created)
 
-    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:  # noqa: A002
+    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:
         return await sync_to_async(self.run_tool)(input, **kwargs)
 
     async def atag(self, **kwargs: Any) -> ArtifactRecord:
         return await sync_to_async(self.tag)(**kwargs)
 
-    async def alist(self, **kwargs: Any) -> list[ArtifactRecord]:
+    async def alist(self, **kwargs: Any) -> builtins.list[ArtifactRecord]:
         return await sync_to_async(self.list)(**kwargs)
 
     async def aget(self, artifact_id: str) -> ArtifactRecord:

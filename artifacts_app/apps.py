@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
-from django.db.models.signals import post_migrate
 
 
 class ArtifactsAppConfig(AppConfig):
@@ -10,7 +9,5 @@ class ArtifactsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from artifacts_app import checks, registry  # noqa: F401  (register the system checks)
-
-        # API.md: agents declared in settings exist as soon as `migrate` has run.
-        post_migrate.connect(registry.sync_declared_agents, sender=self)
+        # Importing the modules registers their system checks; they need the app registry.
+        from artifacts_app import checks, registry  # noqa: F401

@@ -18,8 +18,11 @@ from typing import IO, Any
 from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import FileSystemStorage, Storage, storages
+from django.db import connection
+from django.utils import timezone
 
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.models import Blob
 
 CHUNK_SIZE = 256 * 1024
 
@@ -146,13 +149,16 @@ def _s3_upload(storage: Any, name: str, path: str) -> None:
 
 
 def _claim(sha256: str, size: int) -> None:
-    # Before the storage is asked whether the bytes exist: gc_blobs then leaves them alone until
-    # the tag has committed (artifacts_app/blobgc.py explains the protocol).
-    from django.utils import timezone
-
-    from artifacts_app import hotsql
-
-    hotsql.blob_claim(sha256, size, timezone.now())
+    # Before the storage is asked whether the bytes exist: insert the blob's row, or move its
+    # created_at to now, committed at once; gc_blobs then leaves the bytes alone until the tag has
+    # committed (artifacts_app/services/blobs.py explains the protocol). This is the tag's one
+    # write of the Blob row.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {connection.ops.quote_name(Blob._meta.db_table)} (sha256, size, created_at) "
+            "VALUES (%s, %s, %s) ON CONFLICT (sha256) DO UPDATE SET created_at = EXCLUDED.created_at",
+            [sha256, size, connection.ops.adapt_datetimefield_value(timezone.now())],
+        )
 
 
 def blob_open(sha256: str) -> IO[bytes]:
@@ -210,10 +216,11 @@ def blob_redirect_url(sha256: str, content_type: str, disposition: str) -> str |
     storage = blob_storage()
     if isinstance(storage, FileSystemStorage) or not hasattr(storage, "bucket_name"):
         return None
-    return storage.url(
+    url: str = storage.url(  # type: ignore[call-arg]  # S3Storage.url takes parameters=
         blob_name(sha256),
         parameters={
             "ResponseContentType": content_type,
             "ResponseContentDisposition": disposition,
         },
     )
+    return url

@@ -13,7 +13,7 @@ def check_layer_for_processes(app_configs: Any = None, **_: Any) -> list[checks.
     """More than one server process needs a channel layer that crosses processes (Redis):
     with the in-memory layer each process would only see its own publishes."""
     processes = int(getattr(settings, "ARTIFACTS_PROCESSES", 1))
-    backend = settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", "")
+    backend = str(settings.CHANNEL_LAYERS.get("default", {}).get("BACKEND", ""))
     if processes > 1 and backend.endswith("InMemoryChannelLayer"):
         return [
             checks.Error(

@@ -1,4 +1,4 @@
-"""The event streams (API.md "Events"): thin — authorise with ``events.stream_open``, join the
+"""The event streams (API.md "Events"): thin — authorise with ``access.stream_open``, join the
 process's fan-out, replay stored events, then forward live ones.
 
 Close codes (the reason says what to do):
@@ -24,10 +24,14 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from artifacts_app import events, fanout, ws_auth
+from artifacts_app import access, fanout, selectors
 from artifacts_app.errors import ArtifactError, ForbiddenError, NotFoundError, UnauthenticatedError
 
 log = logging.getLogger(__name__)
+
+# Set by ``ws_auth.BearerAuthMiddleware``, which wraps these consumers (agent_site/asgi.py).
+CALLER = "artifacts_caller"
+REFUSAL = "artifacts_refusal"  # (close code, reason) or None
 
 BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, LAGGING = 4400, 4401, 4403, 4404, 4429
 
@@ -52,7 +56,9 @@ def parse_after(scope: dict[str, Any]) -> int | None:
         return None
     value = values[-1]
     if not (value.isascii() and value.isdigit()) or len(value) > 19:  # "²".isdigit() is True
-        raise ArtifactError("invalid_after", "`after` must be a non-negative integer (an event seq).")
+        raise ArtifactError(
+            "invalid_after", "`after` must be a non-negative integer (an event seq)."
+        )
     return int(value)
 
 
@@ -61,7 +67,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
     # that is not configured makes Channels skip the layer for this consumer).
     channel_layer_alias = "artifacts-fanout"
 
-    stream: events.Stream | None = None
+    stream: selectors.Stream | None = None
     writer: asyncio.Task | None = None
     session_sid: str | None = None
 
@@ -71,7 +77,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
         await self.close(code=code, reason=_reason(reason))
 
     async def connect(self) -> None:
-        refusal = self.scope.get(ws_auth.REFUSAL)
+        refusal = self.scope.get(REFUSAL)
         if refusal is not None:
             await self.refuse(*refusal)
             return
@@ -81,8 +87,8 @@ class EventsConsumer(AsyncWebsocketConsumer):
             return
         try:
             after = parse_after(self.scope)
-            stream = await database_sync_to_async(events.stream_open)(
-                self.scope.get(ws_auth.CALLER), kwargs["slug"], kwargs.get("session_id")
+            stream = await database_sync_to_async(access.stream_open)(
+                self.scope.get(CALLER), kwargs["slug"], kwargs.get("session_id")
             )
         except ArtifactError as error:
             await self.refuse(close_code(error), error.message)
@@ -124,7 +130,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             last = after
             check = True
             while True:
-                page = await database_sync_to_async(events.replay_page)(
+                page = await database_sync_to_async(selectors.replay_page)(
                     self.stream, last, check_retention=check
                 )
                 if check and page.truncated_from is not None:
@@ -143,7 +149,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
                 for payload in page.events:
                     await self.send(text_data=orjson.dumps(payload).decode())
                     last = payload["seq"]
-                if len(page.events) < events.REPLAY_PAGE:
+                if len(page.events) < selectors.REPLAY_PAGE:
                     break
         buffer = self.buffer
         send = self.base_send

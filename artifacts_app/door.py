@@ -17,7 +17,7 @@ import orjson
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
-from artifacts_app.registry import RESERVED_SLUGS
+from artifacts_app.names import RESERVED_SLUGS
 from artifacts_app.values import text_problem
 
 
@@ -65,9 +65,7 @@ class DoorMiddleware:
         if problem:
             return _refusal(api, "invalid_path", f"The path {problem}; remove it.")
         for name, values in request.GET.lists():
-            problem = text_problem(name) or next(
-                (p for p in map(text_problem, values) if p), None
-            )
+            problem = text_problem(name) or next((p for p in map(text_problem, values) if p), None)
             if problem:
                 shown = name if text_problem(name) is None else repr(name)
                 return _refusal(

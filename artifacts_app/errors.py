@@ -58,3 +58,15 @@ class UnauthenticatedError(ArtifactError):
     """No credentials, or ones that are unknown or revoked."""
 
     status = 401
+
+
+class SchemaInvalidError(ArtifactError):
+    """``data`` does not match its kind's schema. Keeps pydantic's error, so that the tool can
+    word the same refusal for the model without validating again."""
+
+    def __init__(
+        self, code: str, message: str, details: Any = None, *, kind: str, validation: Any
+    ) -> None:
+        super().__init__(code, message, details)
+        self.kind = kind
+        self.validation = validation

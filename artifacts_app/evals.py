@@ -15,10 +15,9 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from artifacts_app.records import ArtifactRecord
+from artifacts_app import selectors
+from artifacts_app.records import ArtifactRecord
 
 _current: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
     "artifacts_turn", default=None
@@ -34,51 +33,18 @@ def current_turn_id(agent: str) -> str | None:
 
 
 class CapturedTurn:
-    def __init__(self, agent: str, turn_id: str | None, start_seq: int) -> None:
+    def __init__(self, agent: str, turn_id: str | None, start_seq: int, agent_id: int) -> None:
         self.agent = agent
         self.turn_id = turn_id
         self.start_seq = start_seq
+        self.agent_id = agent_id
 
     @property
     def records(self) -> list[ArtifactRecord]:
         """The records as tagged during the turn, in tag order (a re-tag appears again)."""
-        from artifacts_app.models import Artifact, Event
-        from artifacts_app.records import RECORD_FIELDS, ArtifactRecord
-
-        events = Event.objects.filter(
-            agent__slug=self.agent, seq__gt=self.start_seq, type="artifact.tagged"
+        return selectors.turn_records(
+            agent_id=self.agent_id, after=self.start_seq, turn_id=self.turn_id
         )
-        if self.turn_id is not None:
-            events = events.filter(turn_id=self.turn_id)
-        rows = list(
-            events.order_by("seq").values("payload", "session_sid", "turn_id", "created_at")
-        )
-        current = {
-            row["id"]: row
-            for row in Artifact.objects.filter(
-                pk__in=[r["payload"]["record"]["id"] for r in rows]
-            ).values(*RECORD_FIELDS)
-        }
-        records = []
-        for row in rows:
-            summary = row["payload"]["record"]
-            live = current.get(summary["id"])
-            records.append(
-                ArtifactRecord(
-                    id=summary["id"],
-                    kind=summary["kind"],
-                    key=summary["key"],
-                    title=summary["title"],
-                    data=summary["data"],
-                    session_id=row["session_sid"],
-                    turn_id=row["turn_id"],
-                    source=summary["source"],
-                    content=ArtifactRecord.from_values(live).content if live else None,
-                    created_at=live["created_at"] if live else row["created_at"],
-                    updated_at=row["created_at"],
-                )
-            )
-        return records
 
     def tagged_artifact(
         self, kind: str | None = None, predicate: Callable[[ArtifactRecord], bool] | None = None
@@ -93,13 +59,11 @@ class CapturedTurn:
 @contextmanager
 def capture_turn(agent: str, *, turn_id: str | None = None) -> Iterator[CapturedTurn]:
     """Capture the artifacts ``agent`` tags inside the block (of ``turn_id`` when given)."""
-    from artifacts_app.services import agent_get
-
-    start = agent_get(agent)
-    start.refresh_from_db(fields=["last_seq"])
+    found = selectors.agent_get(agent)
+    start_seq = selectors.agent_last_seq(found.pk)
     token = _current.set((agent, turn_id)) if turn_id is not None else None
     try:
-        yield CapturedTurn(agent, turn_id, start.last_seq)
+        yield CapturedTurn(agent, turn_id, start_seq, found.pk)
     finally:
         if token is not None:
             _current.reset(token)

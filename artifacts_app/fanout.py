@@ -12,6 +12,13 @@ transactions' publishes can arrive swapped, and a layer may drop a message. A fe
 seconds the missing events are read from the stored rows. So every socket sees the agent's events in
 seq order, none missing, none twice.
 
+Events reach the hubs without waiting on the network and without a layer object shared between
+loops: ``events.publish`` (on commit) calls ``deliver_local`` (each hub is fed on its own loop with
+``call_soon_threadsafe``) and, with Redis, hands the batch to this process's publisher thread, which
+sends ONE layer message per transaction to the agent's group from its own loop with its own layer
+instance (channels_redis pools are per loop). The in-memory layer reaches no other process, so with
+it nothing goes to the layer at all. The hubs read stored events through ``selectors``.
+
 A socket is a ``Subscriber``: ``offer`` must not block (it puts into the socket's bounded buffer, and
 a socket whose buffer is full is dropped by its consumer, not waited for).
 """
@@ -19,9 +26,12 @@ a socket whose buffer is full is dropped by its consumer, not waited for).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextvars
 import logging
+import os
 import threading
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -29,9 +39,15 @@ import orjson
 from channels.db import database_sync_to_async
 from django.conf import settings
 
-from artifacts_app import events
+from artifacts_app import selectors
 
 log = logging.getLogger(__name__)
+
+BATCH = "artifacts.batch"  # the one layer message type: {"type", "origin", "agent", "events"}
+
+
+def agent_group(agent_id: int) -> str:
+    return f"artifacts.agent.{agent_id}"
 
 
 class Subscriber(Protocol):
@@ -57,7 +73,7 @@ class Hub:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.feeds: dict[int, _Feed] = {}
-        self.remote = events.remote_enabled()
+        self.remote = remote_enabled()
         self.layer: Any = None
         self.channel: str | None = None
         self.reader: asyncio.Task | None = None
@@ -76,7 +92,7 @@ class Hub:
             try:
                 if self.remote:
                     await self._group_add(agent_id)
-                last_seq = await database_sync_to_async(events.agent_last_seq)(agent_id)
+                last_seq = await database_sync_to_async(selectors.agent_last_seq)(agent_id)
             except BaseException:
                 feed.subscribers.discard(subscriber)
                 self._drop_if_idle(feed)
@@ -153,7 +169,7 @@ class Hub:
         try:
             assert feed.next_seq is not None
             upto = min(feed.pending)
-            missing = await database_sync_to_async(events.stored_between)(
+            missing = await database_sync_to_async(selectors.events_between)(
                 feed.agent_id, feed.next_seq - 1, upto
             )
             log.info("filled %d missing event(s) of agent %s", len(missing), feed.agent_id)
@@ -173,24 +189,24 @@ class Hub:
     async def _ensure_channel(self) -> None:
         async with self._layer_lock:
             if self.channel is None:
-                self.layer = events.new_layer()
+                self.layer = new_layer()
                 self.channel = await self.layer.new_channel("artifacts.hub.")
                 self.reader = self.loop.create_task(self._read_forever())
 
     async def _group_add(self, agent_id: int) -> None:
         await self._ensure_channel()
-        await self.layer.group_add(events.agent_group(agent_id), self.channel)
+        await self.layer.group_add(agent_group(agent_id), self.channel)
 
     async def _group_discard(self, agent_id: int) -> None:
         if agent_id in self.feeds:  # someone joined again meanwhile
             return
         try:
-            await self.layer.group_discard(events.agent_group(agent_id), self.channel)
+            await self.layer.group_discard(agent_group(agent_id), self.channel)
         except Exception:
             log.exception("leaving the group of agent %s failed", agent_id)
 
     async def _read_forever(self) -> None:
-        me = events.origin()
+        me = origin()
         refresh = float(getattr(settings, "ARTIFACTS_WS_GROUP_REFRESH", 3600))
         next_refresh = self.loop.time() + refresh
         while True:
@@ -215,7 +231,7 @@ class Hub:
                 # Group membership expires in the layer (group_expiry): renew it for live feeds.
                 next_refresh = self.loop.time() + refresh
                 for agent_id in list(self.feeds):
-                    await self.layer.group_add(events.agent_group(agent_id), self.channel)
+                    await self.layer.group_add(agent_group(agent_id), self.channel)
 
 
 _BLANK = contextvars.Context()
@@ -247,3 +263,117 @@ def deliver_local(agent_id: int, payloads: list[dict[str, Any]]) -> None:
             loop.call_soon_threadsafe(found.deliver, agent_id, payloads, context=_BLANK.copy())
         except RuntimeError:  # the loop closed meanwhile
             pass
+
+
+# --- publishing to other processes (Redis): one thread per process ---------------------------
+
+
+def remote_enabled() -> bool:
+    """Whether events must cross processes through the channel layer (any non in-memory layer)."""
+    conf = getattr(settings, "CHANNEL_LAYERS", {}).get("default") or {}
+    return bool(conf) and not str(conf["BACKEND"]).endswith("InMemoryChannelLayer")
+
+
+def origin() -> str:
+    """This process's id in layer messages: a hub skips its own process's batches (already local)."""
+    global _origin
+    if _origin is None or _origin[0] != os.getpid():
+        _origin = (os.getpid(), uuid.uuid4().hex)
+    return _origin[1]
+
+
+_origin: tuple[int, str] | None = None
+
+
+def new_layer() -> Any:
+    """A private instance of the configured layer, for one event loop only."""
+    from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
+
+    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
+
+
+class _Publisher:
+    """One thread per process with its own loop and layer: sends batches to the agent groups in
+    submission order. Bounded, so a layer outage costs memory up to a limit, then drops (logged)."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.loop = asyncio.new_event_loop()
+        self.pending = 0
+        self.idle = threading.Event()
+        self.idle.set()
+        self.lock = threading.Lock()
+        self.limit = getattr(settings, "ARTIFACTS_WS_PUBLISH_BACKLOG", 10_000)
+        self.layer: Any = None
+        self.queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] | None = None
+        ready = threading.Event()
+        self.thread = threading.Thread(
+            target=self._run, args=(ready,), name="artifacts-publisher", daemon=True
+        )
+        self.thread.start()
+        ready.wait()
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.queue = asyncio.Queue()
+        self.layer = new_layer()
+        self.loop.create_task(self._send_forever())
+        ready.set()
+        self.loop.run_forever()
+
+    def submit(self, agent_id: int, payloads: list[dict[str, Any]]) -> None:
+        with self.lock:
+            if self.pending >= self.limit:
+                log.error("publisher backlog full: dropped events of agent %s", agent_id)
+                return
+            self.pending += 1
+            self.idle.clear()
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (agent_id, payloads))  # type: ignore[union-attr]
+
+    async def _send_forever(self) -> None:
+        assert self.queue is not None
+        while True:
+            # Under load, merge what waits into one message per agent: a group_send is several
+            # Redis round trips, whatever its size.
+            batches = [await self.queue.get()]
+            while not self.queue.empty():
+                batches.append(self.queue.get_nowait())
+            merged: dict[int, list[dict[str, Any]]] = {}
+            for agent_id, payloads in batches:
+                merged.setdefault(agent_id, []).extend(payloads)
+            for agent_id, payloads in merged.items():
+                try:
+                    await self.layer.group_send(
+                        agent_group(agent_id),
+                        {"type": BATCH, "origin": origin(), "agent": agent_id, "events": payloads},
+                    )
+                except Exception:
+                    log.exception("sending events of agent %s to the layer failed", agent_id)
+            with self.lock:
+                self.pending -= len(batches)
+                if not self.pending:
+                    self.idle.set()
+
+    def flush(self, timeout: float) -> bool:
+        return self.idle.wait(timeout)
+
+
+_publisher_lock = threading.Lock()
+_publisher_instance: _Publisher | None = None
+
+
+def publisher() -> _Publisher:
+    """This process's publisher thread (started on first use, again after a fork)."""
+    global _publisher_instance
+    with _publisher_lock:
+        if _publisher_instance is None or _publisher_instance.pid != os.getpid():
+            _publisher_instance = _Publisher()
+            atexit.register(flush, 2.0)  # a command's last tags still reach the layer
+        return _publisher_instance
+
+
+def flush(timeout: float = 5.0) -> bool:
+    """Wait until every batch handed to the layer has been sent (tests, commands before exit)."""
+    if _publisher_instance is None or _publisher_instance.pid != os.getpid():
+        return True
+    return _publisher_instance.flush(timeout)

@@ -131,7 +131,9 @@ def _extension(content_type: str | None) -> str:
     return _EXTENSIONS.get(parsed.essence) or mimetypes.guess_extension(parsed.essence) or ".bin"
 
 
-def download_name(*, key: str | None, title: str | None, artifact_id: str, content_type: str | None) -> str:
+def download_name(
+    *, key: str | None, title: str | None, artifact_id: str, content_type: str | None
+) -> str:
     """A name a person recognises: the key's last path segment, else the title, else the id; with
     an extension from the type when it has none."""
     name = ""

@@ -1,6 +1,7 @@
 """The tables: Agent · Session · Artifact · Blob · Event · ApiKey.
 
-Rows are written only by ``services`` (and ``events``, called from services); everything else reads.
+Rows are written by ``services`` (and, inside a service's call, ``events``' event rows and ``blobs``'
+claim of a Blob row); reads go through ``selectors``; the admin's changelists read their own rows.
 """
 
 from __future__ import annotations

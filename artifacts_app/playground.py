@@ -8,6 +8,7 @@ script in ``static/playground/`` follows the session's websocket and reads full 
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -18,7 +19,6 @@ from django.views.decorators.http import require_POST
 
 from artifacts_app import access, selectors, services
 from artifacts_app.errors import ArtifactError
-from artifacts_app.models import Agent, Session
 
 SESSIONS_SHOWN = 50
 ARTIFACTS_SHOWN = 100
@@ -34,37 +34,36 @@ def _page_url(agent: str, session: str | None = None) -> str:
 @login_required
 def playground(request: HttpRequest) -> HttpResponse:
     caller = access.caller_from_user(request.user)
-    agents = list(Agent.objects.order_by("slug").values_list("slug", flat=True)[:500])
+    agents = selectors.agent_slugs()
     slug = request.GET.get("agent") or (agents[0] if agents else None)
-    context: dict = {"agents": agents, "agent": slug, "sessions": [], "session": None}
-    agent = Agent.objects.filter(slug=slug).first() if slug else None
+    context: dict[str, Any] = {"agents": agents, "agent": slug, "sessions": [], "session": None}
+    agent = selectors.agent_find(slug) if slug else None
     if agent is None:
         if slug:
             messages.error(request, f"There is no agent {slug!r}.")
         return render(request, "playground/index.html", context, status=404 if slug else 200)
 
-    visible_sessions = access.session_visibility(caller, agent)
-    sessions = Session.objects.filter(agent_id=agent.pk)
-    if visible_sessions is not None:
-        sessions = sessions.filter(visible_sessions)
-    context["sessions"] = list(
-        sessions.order_by("-created_at", "-id").values_list("sid", flat=True)[:SESSIONS_SHOWN]
+    sessions = selectors.sessions_page(
+        agent=agent, visible=access.session_visibility(caller, agent), limit=SESSIONS_SHOWN
     )
+    context["sessions"] = [row["sid"] for row in sessions.rows]
     sid = request.GET.get("session")
     if not sid:
         return render(request, "playground/index.html", context)
 
-    session = Session.objects.filter(agent_id=agent.pk, sid=sid).first()
+    session = selectors.session_owner(agent.pk, sid)
     try:
         if session is None:
-            raise ArtifactError("unknown_session", f"There is no session {sid!r} of {agent.slug!r}.")
+            raise ArtifactError(
+                "unknown_session", f"There is no session {sid!r} of {agent.slug!r}."
+            )
         access.can_watch_session(caller, agent, session.owner_id)
     except ArtifactError:
         # Hidden and missing look the same.
         messages.error(request, f"There is no session {sid!r} of {agent.slug!r} that you can see.")
         return render(request, "playground/index.html", context, status=404)
 
-    after = Agent.objects.filter(pk=agent.pk).values_list("last_seq", flat=True).first() or 0
+    after = selectors.agent_last_seq(agent.pk)
     page = selectors.artifacts_page(
         agent=agent,
         visible=access.artifact_visibility(caller, agent),
@@ -91,7 +90,7 @@ def new_session(request: HttpRequest) -> HttpResponse:
     slug = request.POST.get("agent") or ""
     caller = access.caller_from_user(request.user)
     try:
-        agent = services.agent_get(slug)
+        agent = selectors.agent_get(slug)
         owner = access.require_session_create(caller, agent, None)
         session = services.session_create(agent=agent, owner=owner)
     except ArtifactError as exc:

@@ -31,6 +31,11 @@ DEFAULT_BYTES_TYPE = "application/octet-stream"
 DEFAULT_TEXT_TYPE = "text/plain; charset=utf-8"
 
 
+def media_type(content_type: str | None) -> str:
+    """The media type of a Content-Type value, without parameters, lower case."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
 def iso_ms(value: datetime) -> str:
     """ISO-8601 UTC with milliseconds and ``Z``, as API.md says."""
     value = value.astimezone(UTC)

@@ -8,7 +8,6 @@ no kinds, no tool, ``max`` from the row). ``spec_for`` answers the same ``AgentS
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,12 +19,11 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 from pydantic import TypeAdapter
 
+from artifacts_app.names import KIND_RE, RESERVED_SLUGS, SLUG_RE
+
 if TYPE_CHECKING:
     from artifacts_app.models import Agent
 
-SLUG_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
-KIND_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
-RESERVED_SLUGS = frozenset({"admin", "api", "static", "media", "playground", "accounts", "ws"})
 DEFAULT_MAX = 1000
 FREEFORM_KIND = "artifact"
 TOOL_NAME = "tag_artifact"
@@ -73,7 +71,7 @@ def define_artifacts(
     *,
     kinds: Mapping[str, Kind] | None = None,
     agent_tool: bool = False,
-    max: int = DEFAULT_MAX,  # noqa: A002
+    max: int = DEFAULT_MAX,
 ) -> ArtifactsDeclaration:
     """Declare an agent's artifact kinds, whether its model gets the ``tag_artifact`` tool, and its cap."""
     kinds = dict(kinds or {})
@@ -184,23 +182,6 @@ def slug_problem(slug: object) -> str | None:
     if slug in RESERVED_SLUGS:
         return f"Agent slug {slug!r} is reserved for the site's own pages; choose another."
     return None
-
-
-def sync_declared_agents(**_: Any) -> None:
-    """Make a row for every declared agent (run after ``migrate``), keeping ``max`` in step."""
-    from artifacts_app.models import Agent
-
-    for slug, module_path in declared_agents().items():
-        if slug_problem(slug):
-            continue  # the system check reports it
-        _, declaration = load_declaration(module_path)
-        agent, created = Agent.objects.get_or_create(
-            slug=slug, defaults={"module": module_path, "max_artifacts": declaration.max}
-        )
-        if not created and (agent.module != module_path or agent.max_artifacts != declaration.max):
-            Agent.objects.filter(pk=agent.pk).update(
-                module=module_path, max_artifacts=declaration.max
-            )
 
 
 @checks.register()

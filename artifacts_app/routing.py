@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.urls import re_path
 
 from artifacts_app.consumers import EventsConsumer
+from artifacts_app.names import SESSION_ID_PATTERN, SLUG_PATTERN
 
-SLUG = r"(?P<slug>[a-z0-9][a-z0-9-]{0,62})"
-SESSION = r"(?P<session_id>[A-Za-z0-9][A-Za-z0-9._:-]{0,127})"
+SLUG = rf"(?P<slug>{SLUG_PATTERN})"
+SESSION = rf"(?P<session_id>{SESSION_ID_PATTERN})"
 
 websocket_urlpatterns: list = [
     re_path(rf"^{SLUG}/v1/sessions/{SESSION}/events$", EventsConsumer.as_asgi()),

@@ -99,7 +99,11 @@ def _fast_ok(value: Any, max_depth: int) -> bool:
             if depth >= max_depth:
                 return False
             for key, child in item.items():
-                if type(key) is not str or ("\x00" in key) or (not key.isascii() and _SURROGATE.search(key)):
+                if (
+                    type(key) is not str
+                    or ("\x00" in key)
+                    or (not key.isascii() and _SURROGATE.search(key))
+                ):
                     return False
                 push((child, depth + 1))
         elif kind is list or kind is tuple:
@@ -126,7 +130,9 @@ def _step(path: str, key: Any) -> str:
         return f"{path}[{key}]"
     if isinstance(key, str) and _NAME.fullmatch(key):
         return f"{path}.{key}"
-    shown = orjson.dumps(key).decode() if isinstance(key, str) and not text_problem(key) else repr(key)
+    shown = (
+        orjson.dumps(key).decode() if isinstance(key, str) and not text_problem(key) else repr(key)
+    )
     return f"{path}[{shown}]"
 
 
@@ -160,7 +166,9 @@ def _first_problem(value: Any, root: str, max_depth: int) -> tuple[str, str] | N
     return None
 
 
-def value_problem(value: Any, *, root: str = "data", max_depth: int = MAX_DEPTH) -> tuple[str, str] | None:
+def value_problem(
+    value: Any, *, root: str = "data", max_depth: int = MAX_DEPTH
+) -> tuple[str, str] | None:
     """The first thing in ``value`` that both databases cannot hold: (path, what), or None."""
     if _fast_ok(value, max_depth):
         return None
@@ -190,7 +198,9 @@ def _depth_ok(value: Any, max_depth: int) -> bool:
         if kind is dict:
             if depth >= max_depth:
                 return False
-            stack.extend((child, depth + 1) for child in item.values() if type(child) in (dict, list))
+            stack.extend(
+                (child, depth + 1) for child in item.values() if type(child) in (dict, list)
+            )
         elif kind is list:
             if depth >= max_depth:
                 return False
@@ -198,7 +208,9 @@ def _depth_ok(value: Any, max_depth: int) -> bool:
     return True
 
 
-def json_loads(raw: bytes | bytearray | memoryview | str, *, what: str = "The body", field: str | None = None) -> Any:
+def json_loads(
+    raw: bytes | bytearray | memoryview | str, *, what: str = "The body", field: str | None = None
+) -> Any:
     """Parse JSON text the one way: orjson (strict UTF-8, no NaN/Infinity, no lone surrogates),
     at most ``MAX_DEPTH`` + 2 levels (room for the envelope around ``data``).
 

@@ -19,10 +19,7 @@ from django.conf import settings
 from django.http.request import validate_host
 
 from artifacts_app import access
-from artifacts_app.rest.auth import INVALID_TOKEN_MESSAGE, bearer_token, caller_from_authorization
-
-CALLER = "artifacts_caller"
-REFUSAL = "artifacts_refusal"  # (close code, reason) or None
+from artifacts_app.consumers import CALLER, REFUSAL
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -46,11 +43,11 @@ def origin_allowed(origin: str | None) -> bool:
 async def resolve(scope: dict[str, Any]) -> tuple[access.Caller, tuple[int, str] | None]:
     header = _header(scope, b"authorization")
     if header is not None:
-        if bearer_token(header) is None:
+        if access.bearer_token(header) is None:
             return access.ANONYMOUS_CALLER, (4401, "Authorization must be `Bearer <token>`.")
-        caller = await database_sync_to_async(caller_from_authorization)(header)
+        caller = await database_sync_to_async(access.caller_from_authorization)(header)
         if caller is None:
-            return access.ANONYMOUS_CALLER, (4401, INVALID_TOKEN_MESSAGE)
+            return access.ANONYMOUS_CALLER, (4401, access.INVALID_TOKEN_MESSAGE)
         return caller, None
     caller = access.caller_from_user(scope.get("user"))
     if caller.is_authenticated and not origin_allowed(_header(scope, b"origin")):
@@ -70,6 +67,6 @@ class BearerAuthMiddleware:
         return await self.inner(scope, receive, send)
 
 
-def WsAuthStack(inner: Any) -> Any:  # noqa: N802 — named like Channels' AuthMiddlewareStack
+def WsAuthStack(inner: Any) -> Any:
     """Cookie session + user (Channels), then bearer tokens and the origin rule (ours)."""
     return AuthMiddlewareStack(BearerAuthMiddleware(inner))

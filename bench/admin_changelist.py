@@ -42,7 +42,11 @@ def main() -> None:
     settings.ALLOWED_HOSTS = ["*"]
     # ARTIFACTS_DATA_DIR of an earlier run with its rows in place: measure again without inserting.
     reuse = Agent.objects.filter(slug="big").exists()
-    big = Agent.objects.get(slug="big") if reuse else services.agent_create(slug="big", max_artifacts=10**9)
+    big = (
+        Agent.objects.get(slug="big")
+        if reuse
+        else services.agent_create(slug="big", max_artifacts=10**9)
+    )
     other = Agent.objects.get(slug="reviewer")
     start = timezone.now() - timedelta(days=300)
     batch = []
@@ -50,9 +54,14 @@ def main() -> None:
     for n in range(0 if reuse else args.rows):
         batch.append(
             Artifact(
-                id=f"art_{n:024x}", agent=big if n % 10 else other, kind="report",
-                key=f"k-{n}", title=f"Row {n}", data={"n": n},
-                created_at=start + timedelta(seconds=n * 20), updated_at=start + timedelta(seconds=n * 20),
+                id=f"art_{n:024x}",
+                agent=big if n % 10 else other,
+                kind="report",
+                key=f"k-{n}",
+                title=f"Row {n}",
+                data={"n": n},
+                created_at=start + timedelta(seconds=n * 20),
+                updated_at=start + timedelta(seconds=n * 20),
             )
         )
         if len(batch) == 10_000:
@@ -60,11 +69,13 @@ def main() -> None:
             batch = []
     Artifact.objects.bulk_create(batch)
     args.rows = Artifact.objects.count()
-    print(f"{args.rows:,} rows ({'reused' if reuse else 'inserted'}) in {time.perf_counter() - t0:.0f} s")
-
-    user = get_user_model().objects.filter(username="bench").first() or get_user_model().objects.create_superuser(
-        "bench", password="bench-pw-123"
+    print(
+        f"{args.rows:,} rows ({'reused' if reuse else 'inserted'}) in {time.perf_counter() - t0:.0f} s"
     )
+
+    user = get_user_model().objects.filter(
+        username="bench"
+    ).first() or get_user_model().objects.create_superuser("bench", password="bench-pw-123")
     client = Client()
     client.force_login(user)
 

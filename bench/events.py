@@ -161,7 +161,9 @@ def client_child(spec: str) -> None:
         receive_on(conf["url"], conf["headers"], conf["clients"], conf["expected"], go)
     )
     step = max(1, len(latencies) // 50_000)  # a uniform sample is enough for percentiles
-    print(json.dumps({"received": received, "latencies": latencies[::step], "last": last}), flush=True)
+    print(
+        json.dumps({"received": received, "latencies": latencies[::step], "last": last}), flush=True
+    )
 
 
 def pct(latencies: list[float], p: float) -> float:
@@ -188,10 +190,23 @@ async def measure(
         shares = [clients // procs + (1 if i < clients % procs else 0) for i in range(procs)]
         children = [
             subprocess.Popen(
-                [PY, __file__, "--client-child", json.dumps(
-                    {"url": server.ws_url, "headers": headers, "clients": share, "expected": n * share}
-                )],
-                cwd=ROOT / "bench", stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                [
+                    PY,
+                    __file__,
+                    "--client-child",
+                    json.dumps(
+                        {
+                            "url": server.ws_url,
+                            "headers": headers,
+                            "clients": share,
+                            "expected": n * share,
+                        }
+                    ),
+                ],
+                cwd=ROOT / "bench",
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
             )
             for share in shares
         ]
@@ -236,7 +251,9 @@ def main() -> None:
     parser.add_argument("--paced-s", type=float, default=3, help="paced phase length, seconds")
     parser.add_argument("--redis", action="store_true")
     parser.add_argument(
-        "--client-procs", type=int, default=1,
+        "--client-procs",
+        type=int,
+        default=1,
         help="client processes the subscribers are split over (one process saturates near 500)",
     )
     parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
@@ -292,7 +309,13 @@ def main() -> None:
             async with httpx.AsyncClient(timeout=600) as http:
                 r = await http.post(
                     f"http://127.0.0.1:{port}/_bench/emit",
-                    params={"n": n, "rate": rate, "slug": agent, "sid": "s_bench", "source": source},
+                    params={
+                        "n": n,
+                        "rate": rate,
+                        "slug": agent,
+                        "sid": "s_bench",
+                        "source": source,
+                    },
                 )
                 r.raise_for_status()
 
@@ -329,10 +352,14 @@ def main() -> None:
     try:
         for clients in [int(c) for c in args.clients.split(",")]:
             for server in servers:
-                burst = asyncio.run(measure(server, clients, args.burst, 0, headers, args.client_procs))
+                burst = asyncio.run(
+                    measure(server, clients, args.burst, 0, headers, args.client_procs)
+                )
                 per_s = args.rate / clients  # events/s, so that deliveries/s is --rate
                 count = max(3, int(per_s * args.paced_s))
-                pacedr = asyncio.run(measure(server, clients, count, per_s, headers, args.client_procs))
+                pacedr = asyncio.run(
+                    measure(server, clients, count, per_s, headers, args.client_procs)
+                )
                 rows.append((burst, pacedr))
                 print(
                     f"{clients:>4} {server.name:<16} burst {burst['per_s']:>9,.0f} deliveries/s "

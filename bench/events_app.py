@@ -77,7 +77,9 @@ def tag_paced(slug: str, sid: str, n: int, rate: float, done: threading.Event) -
             delay = start + i / rate - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)
-        services.artifact_tag(agent=slug, session_id=sid, kind="note", data={"i": i, "t": time.time()})
+        services.artifact_tag(
+            agent=slug, session_id=sid, kind="note", data={"i": i, "t": time.time()}
+        )
     done.set()
 
 
@@ -114,7 +116,9 @@ async def emit(query: dict) -> None:
         layer = get_channel_layer()
 
         async def one(i: int) -> None:
-            await layer.group_send("bench", {"type": "bench.msg", "text": json.dumps(fake_event(i))})
+            await layer.group_send(
+                "bench", {"type": "bench.msg", "text": json.dumps(fake_event(i))}
+            )
 
         await paced(n, rate, one)
     else:

@@ -63,8 +63,12 @@ def prepare(env: dict[str, str], blob_mib: int) -> dict[str, str]:
             moment = base + timedelta(seconds=i)
             batch.append(
                 Artifact(
-                    id=f"art_{slug}_{i:08d}", agent=agent, kind=f"k{i % 5}", data={"i": i},
-                    created_at=moment, updated_at=moment,
+                    id=f"art_{slug}_{i:08d}",
+                    agent=agent,
+                    kind=f"k{i % 5}",
+                    data={"i": i},
+                    created_at=moment,
+                    updated_at=moment,
                 )
             )
             if len(batch) == 5000:
@@ -140,15 +144,29 @@ def main() -> None:
     info = prepare(env, args.blob_mib)
     port = free_port()
     server_env = {
-        **os.environ, **env, "BENCH_BLOB_PATH": info["blob_path"],
+        **os.environ,
+        **env,
+        "BENCH_BLOB_PATH": info["blob_path"],
         "PYTHONPATH": f"{ROOT / 'bench'}{os.pathsep}{ROOT}",
     }
     # The server's log goes to a file: a pipe nobody reads fills up (Django logs every 404) and
     # blocks the server.
-    log = open(Path(data_dir) / "daphne.log", "w+b")  # noqa: SIM115
+    log = open(Path(data_dir) / "daphne.log", "w+b")
     server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "rest_asgi:application"],
-        cwd=ROOT, env=server_env, stdout=subprocess.DEVNULL, stderr=log,
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "rest_asgi:application",
+        ],
+        cwd=ROOT,
+        env=server_env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -181,7 +199,9 @@ def run_floor(client, n: int) -> None:
         start = time.perf_counter()
         client.get("/bare/hello").raise_for_status()
         times.append((time.perf_counter() - start) * 1000)
-    print(f"floor: raw ASGI hello on this daphne, p50 {percentile(times, 50):.2f} ms, p99 {percentile(times, 99):.2f} ms")
+    print(
+        f"floor: raw ASGI hello on this daphne, p50 {percentile(times, 50):.2f} ms, p99 {percentile(times, 99):.2f} ms"
+    )
 
 
 def run_list(client, info, n: int) -> None:
@@ -211,13 +231,19 @@ def run_tag(client, info, n: int) -> None:
     headers = {"Authorization": f"Bearer {info['tagger']}", "Content-Type": "application/json"}
 
     def tag(i: int) -> None:
-        r = client.post("/tagger/v1/artifacts", headers=headers,
-                        content=b'{"kind": "note", "data": {"i": %d}}' % i)
+        r = client.post(
+            "/tagger/v1/artifacts",
+            headers=headers,
+            content=b'{"kind": "note", "data": {"i": %d}}' % i,
+        )
         assert r.status_code == 201, r.text
 
     def bare(i: int) -> None:
-        r = client.post("/bare/insert", headers={"Content-Type": "application/json"},
-                        content=b'{"agent": "bare", "data": {"i": %d}}' % i)
+        r = client.post(
+            "/bare/insert",
+            headers={"Content-Type": "application/json"},
+            content=b'{"agent": "bare", "data": {"i": %d}}' % i,
+        )
         assert r.status_code == 201, r.text
 
     rates = {}
@@ -252,6 +278,7 @@ def run_handler(base: str, info, n: int) -> None:
     async def rate(prefix: str, case: tuple, in_flight: int) -> float:
         method, url, headers, body, status = case
         async with httpx.AsyncClient(base_url=base, timeout=60) as client:
+
             async def one() -> None:
                 r = await client.request(method, prefix + url, headers=headers, content=body)
                 assert r.status_code == status, (prefix, url, r.status_code)
@@ -268,13 +295,21 @@ def run_handler(base: str, info, n: int) -> None:
             await asyncio.gather(*(worker() for _ in range(in_flight)))
             return per_worker * in_flight / (time.perf_counter() - start)
 
-    print(f"handler: ours vs Django's stock ASGIHandler, same routes and daphne, {n} requests (req/s):")
+    print(
+        f"handler: ours vs Django's stock ASGIHandler, same routes and daphne, {n} requests (req/s):"
+    )
     for name, case in cases.items():
         for in_flight in (1, 8):
             # Interleaved, best of two each: the machine's noise hits both alike.
-            runs = [asyncio.run(rate(prefix, case, in_flight)) for _ in range(2) for prefix in ("/stock", "")]
+            runs = [
+                asyncio.run(rate(prefix, case, in_flight))
+                for _ in range(2)
+                for prefix in ("/stock", "")
+            ]
             stock, ours = max(runs[0::2]), max(runs[1::2])
-            print(f"  {name:<5} {in_flight} in flight: stock {stock:7.0f}   ours {ours:7.0f}   = {ours / stock:.2f}x")
+            print(
+                f"  {name:<5} {in_flight} in flight: stock {stock:7.0f}   ours {ours:7.0f}   = {ours / stock:.2f}x"
+            )
 
 
 def run_content(client, info, pid: int, blob_mib: int, rounds: int) -> None:
@@ -299,10 +334,14 @@ def run_content(client, info, pid: int, blob_mib: int, rounds: int) -> None:
             assert got == blob_mib * MiB, (name, got)
             best, worst = results.get(name, (0.0, 0.0))
             results[name] = (max(best, got / elapsed / 1e6), max(worst, rss.growth_mib))
-    print(f"content, {blob_mib} MiB blob, best of {rounds} interleaved rounds (MB/s; worst server RSS growth during a download):")
+    print(
+        f"content, {blob_mib} MiB blob, best of {rounds} interleaved rounds (MB/s; worst server RSS growth during a download):"
+    )
     for name, (mbs, growth) in results.items():
         print(f"  {name:<22} {mbs:7.0f} MB/s   RSS +{growth:6.1f} MiB")
-    ours, ceiling, file_resp = (results[k][0] for k in ("GET content (ours)", "bare ASGI, paced", "Django FileResponse"))
+    ours, ceiling, file_resp = (
+        results[k][0] for k in ("GET content (ours)", "bare ASGI, paced", "Django FileResponse")
+    )
     print(
         f"  ours vs bare ASGI (paced): {ours / ceiling:.0%}, vs unpaced: {ours / results['bare ASGI app'][0]:.0%}"
         f" (target >= 60%); vs FileResponse: "

@@ -18,18 +18,18 @@ import secrets
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
 
-from agent_site.asgi import application as project  # noqa: E402  (sets Django up first)
+from agent_site.asgi import application as project  # sets Django up first
 
-import orjson  # noqa: E402
-from django.http import FileResponse, HttpResponse  # noqa: E402
-from django.urls import path  # noqa: E402
-from django.views.decorators.csrf import csrf_exempt  # noqa: E402
+import orjson
+from django.http import FileResponse, HttpResponse
+from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
 
-from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+from django.core.handlers.asgi import ASGIHandler
 
-from agent_site import urls  # noqa: E402
-from artifacts_app.models import Agent, Artifact  # noqa: E402
-from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
+from agent_site import urls
+from artifacts_app.models import Agent, Artifact
+from artifacts_app.rest.backpressure import BackpressureMiddleware
 
 BLOB_PATH = os.environ.get("BENCH_BLOB_PATH", "")
 CHUNK = 1024 * 1024
@@ -46,7 +46,7 @@ def bare_insert(request):
 
 
 def bare_file(request):
-    return FileResponse(open(BLOB_PATH, "rb"), content_type="application/octet-stream")  # noqa: SIM115
+    return FileResponse(open(BLOB_PATH, "rb"), content_type="application/octet-stream")
 
 
 urls.urlpatterns[:0] = [path("bare/insert", bare_insert), path("bare/file", bare_file)]
@@ -58,7 +58,10 @@ async def bare_asgi(scope, receive, send):
         {
             "type": "http.response.start",
             "status": 200,
-            "headers": [(b"content-type", b"application/octet-stream"), (b"content-length", str(size).encode())],
+            "headers": [
+                (b"content-type", b"application/octet-stream"),
+                (b"content-length", str(size).encode()),
+            ],
         }
     )
     with open(BLOB_PATH, "rb") as fh:
@@ -71,7 +74,13 @@ paced_bare_asgi = BackpressureMiddleware(bare_asgi)
 
 
 async def hello(scope, receive, send):
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"application/json")],
+        }
+    )
     await send({"type": "http.response.body", "body": b"{}"})
 
 

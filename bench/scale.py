@@ -36,14 +36,34 @@ AGENTS = 8
 def ensure_pg_database(url: str) -> None:
     name = url.rsplit("/", 1)[1]
     exists = subprocess.run(
-        ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-tAc",
-         f"SELECT 1 FROM pg_database WHERE datname = '{name}'"],
-        capture_output=True, text=True, check=True,
+        [
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            "test",
+            "-tAc",
+            f"SELECT 1 FROM pg_database WHERE datname = '{name}'",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     if not exists:
         subprocess.run(
-            ["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", "test", "-qc",
-             f"CREATE DATABASE {name}"],
+            [
+                "psql",
+                "-h",
+                "127.0.0.1",
+                "-U",
+                "postgres",
+                "-d",
+                "test",
+                "-qc",
+                f"CREATE DATABASE {name}",
+            ],
             check=True,
         )
 
@@ -93,15 +113,23 @@ def db_child(n: int, rows: int) -> dict[str, float]:
 
     tag = rate(lambda i: services.artifact_tag(agent=plain, kind="note", data={"i": i}))
     blob = rate(
-        lambda i: services.artifact_tag(agent=blobby, kind="note", data={"i": i}, contents=payloads[i])
+        lambda i: services.artifact_tag(
+            agent=blobby, kind="note", data={"i": i}, contents=payloads[i]
+        )
     )
     # List over `rows` records, inserted in bulk (the tag path is measured above).
     now = timezone.now()
     with transaction.atomic():
         Artifact.objects.bulk_create(
             [
-                Artifact(id=f"art_{run}{i:08d}", agent=listed, kind="note", data={"i": i},
-                         created_at=now, updated_at=now - timezone.timedelta(seconds=i))
+                Artifact(
+                    id=f"art_{run}{i:08d}",
+                    agent=listed,
+                    kind="note",
+                    data={"i": i},
+                    created_at=now,
+                    updated_at=now - timezone.timedelta(seconds=i),
+                )
                 for i in range(rows)
             ],
             batch_size=5000,
@@ -136,7 +164,11 @@ def db_main(args: argparse.Namespace) -> None:
     for name, extra in (("SQLite", {}), ("PostgreSQL", {"DATABASE_URL": PG_URL})):
         out = subprocess.run(
             [sys.executable, __file__, "db-child", "--n", str(args.n), "--rows", str(args.rows)],
-            env=child_env(**extra), capture_output=True, text=True, check=True, cwd=ROOT,
+            env=child_env(**extra),
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
         ).stdout
         results[name] = json.loads(out.strip().splitlines()[-1])
     base, pg = results["SQLite"], results["PostgreSQL"]
@@ -241,9 +273,17 @@ def wrk_load(ports: list[int], slug: str, key: str, args: argparse.Namespace) ->
     per_port = max(1, args.concurrency // len(ports))
     procs = [
         subprocess.Popen(
-            ["wrk", "-t1", f"-c{per_port}", f"-d{int(args.seconds)}s", "-s", fh.name,
-             f"http://127.0.0.1:{p}"],
-            stdout=subprocess.PIPE, text=True,
+            [
+                "wrk",
+                "-t1",
+                f"-c{per_port}",
+                f"-d{int(args.seconds)}s",
+                "-s",
+                fh.name,
+                f"http://127.0.0.1:{p}",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for p in ports
     ]
@@ -263,18 +303,30 @@ def procs_main(args: argparse.Namespace) -> None:
     ensure_pg_database(PG_URL)
     prefix = f"bench_scale_{os.getpid()}"
     # Servers use psycopg's pool (docs/operations.md): a connect per request would dominate.
-    env = child_env(DATABASE_URL=PG_URL + "?pool=1", REDIS_URL=REDIS_URL, ARTIFACTS_REDIS_PREFIX=prefix,
-                    ARTIFACTS_PROCESSES="2", DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost")
+    env = child_env(
+        DATABASE_URL=PG_URL + "?pool=1",
+        REDIS_URL=REDIS_URL,
+        ARTIFACTS_REDIS_PREFIX=prefix,
+        ARTIFACTS_PROCESSES="2",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+    )
     setup = subprocess.run(
-        [sys.executable, "-c",
-         "import django, secrets; django.setup();"
-         "from django.core.management import call_command; call_command('migrate', verbosity=0);"
-         "from artifacts_app import services;"
-         f"run = secrets.token_hex(3)\n"
-         f"for i in range({AGENTS}):\n"
-         "    slug = f'bench-{run}-{i}'; services.agent_create(slug=slug, max_artifacts=10**9)\n"
-         "    print(slug, services.agent_key_create(agent=slug)[1])"],
-        env=env, capture_output=True, text=True, check=True, cwd=ROOT,
+        [
+            sys.executable,
+            "-c",
+            "import django, secrets; django.setup();"
+            "from django.core.management import call_command; call_command('migrate', verbosity=0);"
+            "from artifacts_app import services;"
+            f"run = secrets.token_hex(3)\n"
+            f"for i in range({AGENTS}):\n"
+            "    slug = f'bench-{run}-{i}'; services.agent_create(slug=slug, max_artifacts=10**9)\n"
+            "    print(slug, services.agent_key_create(agent=slug)[1])",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
     )
     # Several agents: one agent's tags serialise on its row lock (DESIGN.md §1) whatever the
     # number of processes; the question here is how the processes scale.
@@ -286,9 +338,20 @@ def procs_main(args: argparse.Namespace) -> None:
         ports = [free_port() for _ in range(count)]
         servers = [
             subprocess.Popen(
-                [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(p),
-                 "agent_site.asgi:application"],
-                env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(p),
+                    "agent_site.asgi:application",
+                ],
+                env=env,
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
             )
             for p in ports
         ]
@@ -300,14 +363,31 @@ def procs_main(args: argparse.Namespace) -> None:
                 continue
             loaders = [
                 subprocess.Popen(
-                    [sys.executable, __file__, "load-child", "--ports", ",".join(map(str, ports)),
-                     "--slug", slug, "--key", key, "--seconds", str(args.seconds),
-                     "--concurrency", str(args.concurrency)],
-                    env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True,
+                    [
+                        sys.executable,
+                        __file__,
+                        "load-child",
+                        "--ports",
+                        ",".join(map(str, ports)),
+                        "--slug",
+                        slug,
+                        "--key",
+                        key,
+                        "--seconds",
+                        str(args.seconds),
+                        "--concurrency",
+                        str(args.concurrency),
+                    ],
+                    env=env,
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    text=True,
                 )
                 for _ in range(args.loaders)
             ]
-            done = sum(json.loads(p.communicate()[0].strip().splitlines()[-1])["done"] for p in loaders)
+            done = sum(
+                json.loads(p.communicate()[0].strip().splitlines()[-1])["done"] for p in loaders
+            )
             results[count] = done / args.seconds
         finally:
             for server in servers:
@@ -319,9 +399,13 @@ def procs_main(args: argparse.Namespace) -> None:
                     server.kill()
                     server.wait()
     load = "wrk" if shutil.which("wrk") else f"{args.loaders} Python load process(es)"
-    print(f"PostgreSQL + Redis, {load}, {args.concurrency} connections, {args.seconds}s, {AGENTS} agents")
+    print(
+        f"PostgreSQL + Redis, {load}, {args.concurrency} connections, {args.seconds}s, {AGENTS} agents"
+    )
     print(f"  1 daphne process : {results[1]:8.0f} tags/s")
-    print(f"  2 daphne processes: {results[2]:8.0f} tags/s   = {results[2] / results[1]:.2f}x  (target >= 1.5x)")
+    print(
+        f"  2 daphne processes: {results[2]:8.0f} tags/s   = {results[2] / results[1]:.2f}x  (target >= 1.5x)"
+    )
 
 
 def main() -> None:
@@ -343,8 +427,13 @@ def main() -> None:
     elif args.mode == "procs":
         procs_main(args)
     else:
-        load_child([int(p) for p in args.ports.split(",")], args.slug, args.key, args.seconds,
-                   args.concurrency)
+        load_child(
+            [int(p) for p in args.ports.split(",")],
+            args.slug,
+            args.key,
+            args.seconds,
+            args.concurrency,
+        )
 
 
 if __name__ == "__main__":

@@ -24,7 +24,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=2000, help="tags per case, over all rounds")
     parser.add_argument(
-        "--rounds", type=int, default=5,
+        "--rounds",
+        type=int,
+        default=5,
         help="the cases run interleaved, n/rounds tags each per round; the median round is shown",
     )
     args = parser.parse_args()
@@ -87,10 +89,14 @@ def main() -> None:
     for r in range(args.rounds):
         for name, fn in cases.items():
             # Indexes stay unique across rounds (the baseline's ids, the payloads); warm-ups negative.
-            rounds[name].append(rate(lambda i, fn=fn, r=r: fn(r * per + i if i >= 0 else -1 - r), per))
+            rounds[name].append(
+                rate(lambda i, fn=fn, r=r: fn(r * per + i if i >= 0 else -1 - r), per)
+            )
     results = {name: statistics.median(values) for name, values in rounds.items()}
     assert Agent.objects.get(pk=at_cap.pk).artifact_count == n
-    print(f"database: {connection.vendor}, n={n}, {args.rounds} interleaved rounds of {per}, median round")
+    print(
+        f"database: {connection.vendor}, n={n}, {args.rounds} interleaved rounds of {per}, median round"
+    )
     base = results["baseline create"]
     for name, value in results.items():
         print(f"  {name:<26} {value:8.0f} /s   baseline/this = {base / value:4.2f}x")

@@ -30,18 +30,35 @@ def main() -> None:
 
     n = args.n
     run_id = secrets.token_hex(3)
-    tagged = Agent.objects.create(slug=f"tag-{run_id}", module="agent_site.agents.reviewer", max_artifacts=10**9)
-    tooled = Agent.objects.create(slug=f"tool-{run_id}", module="agent_site.agents.reviewer", max_artifacts=10**9)
+    tagged = Agent.objects.create(
+        slug=f"tag-{run_id}", module="agent_site.agents.reviewer", max_artifacts=10**9
+    )
+    tooled = Agent.objects.create(
+        slug=f"tool-{run_id}", module="agent_site.agents.reviewer", max_artifacts=10**9
+    )
     spec = spec_for_declared("reviewer", "agent_site.agents.reviewer")
 
     def tag(i: int) -> None:
-        services.artifact_tag(agent=tagged, kind="reviewed-pr", source="model",
-                              data={"url": f"https://x/pull/{i}"}, title=f"PR {i}")
+        services.artifact_tag(
+            agent=tagged,
+            kind="reviewed-pr",
+            source="model",
+            data={"url": f"https://x/pull/{i}"},
+            title=f"PR {i}",
+        )
 
     def run(i: int) -> None:
-        services.tool_run(agent=tooled, input={"artifact": {
-            "kind": "reviewed-pr", "key": None, "title": f"PR {i}",
-            "data": {"url": f"https://x/pull/{i}", "verdict": None}}})
+        services.tool_run(
+            agent=tooled,
+            input={
+                "artifact": {
+                    "kind": "reviewed-pr",
+                    "key": None,
+                    "title": f"PR {i}",
+                    "data": {"url": f"https://x/pull/{i}", "verdict": None},
+                }
+            },
+        )
 
     def fresh(i: int) -> None:
         definition._cache.clear()

@@ -86,8 +86,8 @@ def bob(django_user_model):
 
 def blob_files() -> list[Path]:
     if not settings.STORAGES["artifacts"]["BACKEND"].endswith("FileSystemStorage"):
-        from artifacts_app.blobgc import _stored_names
         from artifacts_app.blobs import blob_name
+        from artifacts_app.services.blobs import _stored_names
 
         return [Path(blob_name(sha)) for sha in _stored_names()]
     root = Path(settings.STORAGES["artifacts"]["OPTIONS"]["location"])

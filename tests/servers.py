@@ -86,7 +86,7 @@ class DaphneServer:
         """Start the process (again, after ``stop`` or ``kill``: same port, same log)."""
         if self.running:
             raise RuntimeError(f"daphne on port {self.port} is already running")
-        self._log = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the process)
+        self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), self.app],
             cwd=ROOT,

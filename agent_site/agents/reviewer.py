@@ -1,5 +1,7 @@
 """The demo agent `reviewer`, declared exactly as API.md shows."""
 
+from __future__ import annotations
+
 from pydantic import BaseModel
 
 from artifacts_app.registry import Kind, define_artifacts

@@ -4,6 +4,8 @@ Every change goes through ``services`` (no model writes here), every list is bou
 page load, ``fastlist``), and everything a stored record says is shown escaped.
 """
 
+from __future__ import annotations
+
 from django.contrib import admin
 
 from artifacts_app.admin.agents import AgentAdmin, ApiKeyAdmin

@@ -40,7 +40,7 @@ class AgentAddForm(forms.ModelForm):
 
 
 def _is_staff(request: HttpRequest) -> bool:
-    return bool(request.user.is_active and request.user.is_staff)
+    return access.is_staff(request.user)
 
 
 @admin.register(Agent)
@@ -48,17 +48,27 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
     list_display = ("slug", "fill", "kind_names", "tool_on", "active_keys", "created_at")
     search_fields = ("=slug",)
     change_form_template = "admin/artifacts_app/agent/change_form.html"
-    fields = ("slug", "module_or_freeform", "fill", "tool_on", "kinds_and_schemas", "keys", "created_at")
+    fields = (
+        "slug",
+        "module_or_freeform",
+        "fill",
+        "tool_on",
+        "kinds_and_schemas",
+        "keys",
+        "created_at",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return _is_staff(request)
 
-    def get_form(self, request: HttpRequest, obj: Any = None, **kwargs: Any):
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None:
             kwargs["form"] = AgentAddForm
             kwargs["fields"] = ("slug", "max_artifacts")
-        return super().get_form(request, obj, **kwargs)
+        return super().get_form(request, obj, change, **kwargs)
 
     def get_fields(self, request: HttpRequest, obj: Any = None):
         return ("slug", "max_artifacts") if obj is None else self.fields
@@ -75,7 +85,9 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
             messages.error(request, exc.message)
             return HttpResponseRedirect(request.get_full_path())
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None):
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ):
         extra_context = {**(extra_context or {}), "may_mint": access.may_mint_secret(request.user)}
         return super().change_view(request, object_id, form_url, extra_context)
 
@@ -126,7 +138,9 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
                 (
                     name,
                     kind.description,
-                    json.dumps(kind.json_schema(), indent=2) if kind.schema is not None else "no schema: any JSON",
+                    json.dumps(kind.json_schema(), indent=2)
+                    if kind.schema is not None
+                    else "no schema: any JSON",
                 )
                 for name, kind in kinds.items()
             ),
@@ -170,7 +184,9 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
         except ArtifactError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(back)
-        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back)
+        return show_secret_once(
+            request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back
+        )
 
 
 class ActiveFilter(admin.SimpleListFilter):
@@ -205,7 +221,9 @@ class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="owner")
     def owner(self, obj: ApiKey) -> str:
-        return obj.agent.slug if obj.agent_id else obj.user.get_username()
+        if obj.agent is not None:
+            return obj.agent.slug
+        return obj.user.get_username() if obj.user is not None else "—"
 
     def get_actions(self, request: HttpRequest):
         actions = super().get_actions(request)

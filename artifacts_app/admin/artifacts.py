@@ -15,11 +15,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.text import Truncator
 
-from artifacts_app import blobs, services
+from artifacts_app import access, blobs, selectors, services
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
 from artifacts_app.errors import ArtifactError
-from artifacts_app.models import Agent, Artifact
-from artifacts_app.records import RECORD_FIELDS, record_json
+from artifacts_app.models import Artifact
+from artifacts_app.records import RECORD_FIELDS, media_type, record_json
 from artifacts_app.registry import spec_for
 
 PREVIEW_BYTES = 64 * 1024
@@ -27,10 +27,6 @@ EXPORT_MAX = 10_000
 KIND_SAMPLE = 1000
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
 IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
-
-
-def media_type(content_type: str | None) -> str:
-    return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 def content_url(artifact: Artifact) -> str:
@@ -46,7 +42,7 @@ class AgentFilter(admin.SimpleListFilter):
     parameter_name = "agent"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(slug, slug) for slug in Agent.objects.order_by("slug").values_list("slug", flat=True)[:500]]
+        return [(slug, slug) for slug in selectors.agent_slugs()]
 
     def value(self) -> str | None:
         chosen = super().value()
@@ -66,8 +62,8 @@ class AgentFilter(admin.SimpleListFilter):
         slug = self.value()
         if slug is None:
             return queryset.none()
-        agent_id = Agent.objects.filter(slug=slug).values_list("pk", flat=True).first()
-        return queryset.filter(agent_id=agent_id) if agent_id else queryset.none()
+        agent = selectors.agent_find(slug)
+        return queryset.filter(agent_id=agent.pk) if agent else queryset.none()
 
 
 class KindFilter(admin.SimpleListFilter):
@@ -75,8 +71,8 @@ class KindFilter(admin.SimpleListFilter):
     parameter_name = "kind"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        slug = request.GET.get("agent") or Agent.objects.order_by("slug").values_list("slug", flat=True).first()
-        agent = Agent.objects.filter(slug=slug).first() if slug else None
+        slug = request.GET.get("agent") or next(iter(selectors.agent_slugs(limit=1)), None)
+        agent = selectors.agent_find(slug) if slug else None
         if agent is None:
             return []
         spec = spec_for(agent)
@@ -162,7 +158,7 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
     readonly_fields = fields
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):
         # Every search field is on the artifact itself: no joins, so never any duplicates.
@@ -181,17 +177,17 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="session")
     def session_sid(self, obj: Artifact) -> str:
-        return obj.session.sid if obj.session_id else "—"
+        return obj.session.sid if obj.session else "—"
 
     @admin.display(description="size")
     def content_size(self, obj: Artifact) -> str:
-        return f"{obj.blob.size:,} B" if obj.blob_id else "—"
+        return f"{obj.blob.size:,} B" if obj.blob else "—"
 
     # --- the page --------------------------------------------------------------------------
 
     @admin.display(description="session")
     def session_link(self, obj: Artifact) -> str:
-        if not obj.session_id:
+        if not obj.session:
             return "—"
         url = reverse("admin:artifacts_app_session_change", args=[obj.session_id])
         return format_html('<a href="{}">{}</a>', url, obj.session.sid)
@@ -203,16 +199,23 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
 
     @admin.display(description="content")
     def content_preview(self, obj: Artifact) -> str:
-        if not obj.blob_id:
+        if not obj.blob or not obj.blob_id:
             return "—"
         kind = media_type(obj.content_type)
         url = content_url(obj)
         size = obj.blob.size
         download = format_html(
-            '<a href="{}" download>Download ({} bytes, {})</a>', url, f"{size:,}", obj.content_type or "application/octet-stream"
+            '<a href="{}" download>Download ({} bytes, {})</a>',
+            url,
+            f"{size:,}",
+            obj.content_type or "application/octet-stream",
         )
         if kind in IMAGE_TYPES:
-            return format_html('<img src="{}" alt="" style="max-width:480px;max-height:360px"><br>{}', url, download)
+            return format_html(
+                '<img src="{}" alt="" style="max-width:480px;max-height:360px"><br>{}',
+                url,
+                download,
+            )
         if kind.startswith(TEXT_TYPES) or kind.endswith("+json"):
             try:
                 raw = blobs.blob_read(obj.blob_id, end=PREVIEW_BYTES - 1)
@@ -235,7 +238,7 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         by_agent: dict[int, list[str]] = defaultdict(list)
         for agent_id, artifact_id in queryset.values_list("agent_id", "id")[:EXPORT_MAX]:
             by_agent[agent_id].append(artifact_id)
-        for agent in Agent.objects.filter(pk__in=by_agent):
+        for agent in selectors.agents_by_pk(list(by_agent)):
             try:
                 services.artifacts_delete(agent=agent, ids=by_agent[agent.pk], reason="deleted")
             except ArtifactError as exc:

@@ -16,6 +16,8 @@ from django.contrib.admin.views.main import PAGE_VAR, ChangeList
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
 
+from artifacts_app import access
+
 MAX_PAGE = 1_000_000
 
 
@@ -34,11 +36,11 @@ class SeenPaginator(Paginator):
         self._seen = offset + len(self.window)
 
     @property
-    def count(self) -> int:  # type: ignore[override]
+    def count(self) -> int:
         return self._seen
 
     @property
-    def num_pages(self) -> int:  # type: ignore[override]
+    def num_pages(self) -> int:
         return max(math.ceil(self._seen / self.per_page), 1)
 
     def page(self, number: Any) -> Page:
@@ -78,10 +80,10 @@ class SupervisorMixin:
     whatever their Django model permissions say. Nobody edits a row in place."""
 
     def has_module_permission(self, request: HttpRequest) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return bool(request.user.is_active and request.user.is_staff)
+        return access.is_staff(request.user)
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

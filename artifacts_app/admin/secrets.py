@@ -16,7 +16,9 @@ SECRETS_REFUSED = (
 )
 
 
-def show_secret_once(request: HttpRequest, admin_site, *, key: ApiKey, secret: str, owner: str, back: str) -> HttpResponse:
+def show_secret_once(
+    request: HttpRequest, admin_site, *, key: ApiKey, secret: str, owner: str, back: str
+) -> HttpResponse:
     """The only page that ever shows the secret: not cached, not stored, not logged."""
     response = TemplateResponse(
         request,
@@ -60,4 +62,6 @@ def keys_table(keys, revoke_url) -> str:
 
 
 def revoked_message(request: HttpRequest, key: ApiKey) -> None:
-    messages.success(request, f"Revoked {key.get_kind_display()} {key.prefix}…; it gets 401 from now on.")
+    messages.success(
+        request, f"Revoked {key.get_kind_display()} {key.prefix}…; it gets 401 from now on."
+    )

@@ -24,7 +24,9 @@ class ArtifactsUserAdmin(UserAdmin):
     change_form_template = "admin/artifacts_app/user/change_form.html"
     readonly_fields = (*UserAdmin.readonly_fields, "artifact_tokens")
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None
+    ):
         owner = self.get_object(request, object_id)
         extra_context = {
             **(extra_context or {}),
@@ -73,4 +75,6 @@ class ArtifactsUserAdmin(UserAdmin):
         except ArtifactError as exc:
             messages.error(request, exc.message)
             return HttpResponseRedirect(back)
-        return show_secret_once(request, self.admin_site, key=key, secret=secret, owner=user.get_username(), back=back)
+        return show_secret_once(
+            request, self.admin_site, key=key, secret=secret, owner=user.get_username(), back=back
+        )

@@ -58,7 +58,10 @@ def _error(response: httpx.Response) -> ClientError:
     try:
         error = response.json()["error"]
         return ClientError(
-            error["code"], error["message"], status=response.status_code, details=error.get("details")
+            error["code"],
+            error["message"],
+            status=response.status_code,
+            details=error.get("details"),
         )
     except (ValueError, KeyError, TypeError):
         text = response.text[:200]
@@ -136,7 +139,11 @@ class _Base:
         if isinstance(contents, str) or (
             isinstance(contents, (bytes, bytearray)) and len(contents) <= INLINE_LIMIT
         ):
-            return {"json": inline_contents(body, contents if isinstance(contents, str) else bytes(contents))}, keyed
+            return {
+                "json": inline_contents(
+                    body, contents if isinstance(contents, str) else bytes(contents)
+                )
+            }, keyed
         if isinstance(contents, os.PathLike):
             contents = Path(contents)
         if isinstance(contents, Path):
@@ -206,7 +213,9 @@ class ArtifactsClient(_Base):
     def close(self) -> None:
         self.http.close()
 
-    def _send(self, method: str, url: str, *, retry: bool, stream: bool = False, **kwargs: Any) -> httpx.Response:
+    def _send(
+        self, method: str, url: str, *, retry: bool, stream: bool = False, **kwargs: Any
+    ) -> httpx.Response:
         attempt = 0
         while True:
             attempt += 1
@@ -219,7 +228,9 @@ class ArtifactsClient(_Base):
                 if not safe or attempt > self.retries:
                     raise _connection_error(exc, attempt, safe) from exc
             else:
-                if not (retry and response.status_code in RETRY_STATUSES and attempt <= self.retries):
+                if not (
+                    retry and response.status_code in RETRY_STATUSES and attempt <= self.retries
+                ):
                     return response
                 response.close()
             time.sleep(self.backoff * 2 ** (attempt - 1))
@@ -320,7 +331,9 @@ class ArtifactsClient(_Base):
         return size
 
     def _chunks(self, artifact_id: str) -> Iterator[bytes]:
-        response = self._send("GET", self._url(f"artifacts/{artifact_id}/content"), retry=True, stream=True)
+        response = self._send(
+            "GET", self._url(f"artifacts/{artifact_id}/content"), retry=True, stream=True
+        )
         try:
             if not response.is_success:
                 response.read()
@@ -344,7 +357,7 @@ class ArtifactsClient(_Base):
     def session(self, session_id: str) -> dict[str, Any]:
         return self._json("GET", f"sessions/{session_id}", retry=True)
 
-    def create_session(self, *, id: str | None = None, owner: str | None = None) -> dict[str, Any]:  # noqa: A002
+    def create_session(self, *, id: str | None = None, owner: str | None = None) -> dict[str, Any]:
         """Create a session (``id`` None: generated). A named id is retried safely (409 = exists)."""
         body = {k: v for k, v in {"id": id, "owner": owner}.items() if v is not None}
         return self._json("POST", "sessions", retry=False, json=body)
@@ -353,12 +366,16 @@ class ArtifactsClient(_Base):
         """``{"kinds": [{"name", "description", "schema"}], "max", "agentTool"}``."""
         return self._json("GET", "artifacts/kinds", retry=True)
 
-    def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+    def tool(self, format: str = "anthropic") -> dict[str, Any]:
         """The model-facing ``tag_artifact`` tool in ``anthropic``, ``openai`` or ``openai-responses``."""
         return self._json("GET", "tools/tag_artifact", retry=True, params={"format": format})
 
     def run_tool(
-        self, input: Any, *, session_id: str | None = None, turn_id: str | None = None  # noqa: A002
+        self,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
     ) -> ToolResult:
         """Run a model's ``tag_artifact`` call; a refusal the model can fix comes back as a result."""
         body = {"input": input, "sessionId": session_id, "turnId": turn_id}
@@ -401,7 +418,9 @@ class AsyncArtifactsClient(_Base):
     async def aclose(self) -> None:
         await self.http.aclose()
 
-    async def _send(self, method: str, url: str, *, retry: bool, stream: bool = False, **kwargs: Any) -> httpx.Response:
+    async def _send(
+        self, method: str, url: str, *, retry: bool, stream: bool = False, **kwargs: Any
+    ) -> httpx.Response:
         attempt = 0
         while True:
             attempt += 1
@@ -413,7 +432,9 @@ class AsyncArtifactsClient(_Base):
                 if not safe or attempt > self.retries:
                     raise _connection_error(exc, attempt, safe) from exc
             else:
-                if not (retry and response.status_code in RETRY_STATUSES and attempt <= self.retries):
+                if not (
+                    retry and response.status_code in RETRY_STATUSES and attempt <= self.retries
+                ):
                     return response
                 await response.aclose()
             await asyncio.sleep(self.backoff * 2 ** (attempt - 1))
@@ -483,12 +504,14 @@ class AsyncArtifactsClient(_Base):
     async def delete(self, artifact_id: str) -> None:
         await self._json("DELETE", f"artifacts/{artifact_id}", retry=False)
 
-    async def content(self, artifact_id: str, to: str | os.PathLike[str] | IO[bytes] | None = None) -> Any:
+    async def content(
+        self, artifact_id: str, to: str | os.PathLike[str] | IO[bytes] | None = None
+    ) -> Any:
         """Written to ``to`` (answers the byte count), or with no ``to`` an async iterator of chunks."""
         if to is None:
             return self._chunks(artifact_id)
         size = 0
-        handle = open(to, "wb") if isinstance(to, (str, os.PathLike)) else to  # noqa: SIM115
+        handle = open(to, "wb") if isinstance(to, (str, os.PathLike)) else to
         try:
             async for chunk in self._chunks(artifact_id):
                 handle.write(chunk)
@@ -526,18 +549,24 @@ class AsyncArtifactsClient(_Base):
     async def session(self, session_id: str) -> dict[str, Any]:
         return await self._json("GET", f"sessions/{session_id}", retry=True)
 
-    async def create_session(self, *, id: str | None = None, owner: str | None = None) -> dict[str, Any]:  # noqa: A002
+    async def create_session(
+        self, *, id: str | None = None, owner: str | None = None
+    ) -> dict[str, Any]:
         body = {k: v for k, v in {"id": id, "owner": owner}.items() if v is not None}
         return await self._json("POST", "sessions", retry=False, json=body)
 
     async def kinds(self) -> dict[str, Any]:
         return await self._json("GET", "artifacts/kinds", retry=True)
 
-    async def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
+    async def tool(self, format: str = "anthropic") -> dict[str, Any]:
         return await self._json("GET", "tools/tag_artifact", retry=True, params={"format": format})
 
     async def run_tool(
-        self, input: Any, *, session_id: str | None = None, turn_id: str | None = None  # noqa: A002
+        self,
+        input: Any,
+        *,
+        session_id: str | None = None,
+        turn_id: str | None = None,
     ) -> ToolResult:
         body = {"input": input, "sessionId": session_id, "turnId": turn_id}
         body = {k: v for k, v in body.items() if v is not None or k == "input"}

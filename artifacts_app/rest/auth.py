@@ -1,7 +1,6 @@
 """Bearer authentication (agent keys, user tokens) beside Django's session cookie (DESIGN.md §8).
 
-``caller_from_authorization`` is the one reading of an ``Authorization`` header: the DRF class below
-and the websocket middleware both use it.
+The header is read by ``access.caller_from_authorization``, which the websocket middleware uses too.
 """
 
 from __future__ import annotations
@@ -11,45 +10,14 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser
 from rest_framework import authentication, exceptions
 
-from artifacts_app.access import ANONYMOUS_CALLER, Caller, caller_from_key, caller_from_user
-from artifacts_app.services import token_lookup
-
-INVALID_TOKEN_MESSAGE = (
-    "The bearer token is unknown or revoked; make a new one with "
-    "`manage.py create_agent_key <slug>` or `create_user_token <username>`."
+from artifacts_app.access import (
+    ANONYMOUS_CALLER,
+    INVALID_TOKEN_MESSAGE,
+    Caller,
+    bearer_token,
+    caller_from_authorization,
+    caller_from_user,
 )
-
-
-def bearer_token(header: str | bytes | None) -> str | None:
-    """The token of an ``Authorization: Bearer <token>`` value, or None when there is none."""
-    if not header:
-        return None
-    if isinstance(header, bytes):
-        try:
-            header = header.decode("latin-1")
-        except UnicodeDecodeError:  # pragma: no cover - latin-1 decodes every byte
-            return None
-    scheme, _, token = header.strip().partition(" ")
-    if scheme.lower() != "bearer":
-        return None
-    token = token.strip()
-    return token or None
-
-
-def caller_from_authorization(header: str | bytes | None) -> Caller | None:
-    """The caller behind an ``Authorization`` header value.
-
-    None when the header carries no bearer token, or one that is unknown, revoked or belongs to
-    an inactive user: the caller then has no credentials that count (REST: 401, websockets: 4401).
-    """
-    token = bearer_token(header)
-    if token is None:
-        return None
-    key = token_lookup(token)
-    if key is None:
-        return None
-    caller = caller_from_key(key)
-    return caller if caller.is_authenticated else None
 
 
 class BearerAuthentication(authentication.BaseAuthentication):

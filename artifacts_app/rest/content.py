@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http.response import HttpResponseBase
 
 from artifacts_app import media
 from artifacts_app.blobs import blob_open, blob_redirect_url
@@ -24,11 +25,6 @@ _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 class Unsatisfiable(Exception):
     pass
-
-
-def media_type(content_type: str) -> str:
-    parsed = media.parse(content_type)
-    return parsed.essence if parsed is not None else DEFAULT_BYTES_TYPE
 
 
 def is_inline_safe(content_type: str) -> bool:
@@ -96,7 +92,7 @@ async def blob_chunks(sha256: str, start: int, end: int) -> AsyncIterator[bytes]
         await asyncio.to_thread(fh.close)
 
 
-def _common_headers(response: HttpResponse, etag: str) -> None:
+def _common_headers(response: HttpResponseBase, etag: str) -> None:
     response["ETag"] = etag
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "sandbox"
@@ -119,7 +115,7 @@ def content_response(
     content_type = str(parsed) if parsed is not None else DEFAULT_BYTES_TYPE
     etag = f'"{sha256}"'
     if etag_matches(request.META.get("HTTP_IF_NONE_MATCH"), etag):
-        response = HttpResponseNotModified()  # no body, so no Content-Type either
+        response: HttpResponseBase = HttpResponseNotModified()  # no body, so no Content-Type either
         _common_headers(response, etag)
         return response
     disposition = media.content_disposition(
@@ -127,7 +123,9 @@ def content_response(
     )
     # ARTIFACTS_S3_REDIRECT (docs/operations.md): S3 serves the bytes, Range included, with the
     # record's headers; the URL is signed for GET only, so HEAD is answered here.
-    redirect = blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    redirect = (
+        blob_redirect_url(sha256, content_type, disposition) if request.method == "GET" else None
+    )
     if redirect is not None:
         response = HttpResponse(status=302)
         response["Location"] = redirect

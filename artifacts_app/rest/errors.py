@@ -46,14 +46,16 @@ def envelope(code: str, message: str, details: Any = None) -> dict[str, Any]:
     return {"error": error}
 
 
-def error_response(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> HttpResponse:
+def error_response(
+    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> HttpResponse:
     response = HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
     for name, value in (headers or {}).items():
         response[name] = value
     return response
 
 
-def _sentence(text: str) -> str:
+def _sentence(text: Any) -> str:
     text = str(text).strip()
     return text if text.endswith((".", "?", "!")) else text + "."
 
@@ -97,19 +99,24 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse |
     elif isinstance(exc, DjangoPermissionDenied):
         status, body = 403, envelope("forbidden", "You may not do this.")
     elif isinstance(exc, RequestDataTooBig):
-        status, body = 413, envelope(
-            "body_too_large",
-            "The request's form fields are larger than the server accepts; "
-            "send the blob as the multipart file part `contents`.",
+        status, body = (
+            413,
+            envelope(
+                "body_too_large",
+                "The request's form fields are larger than the server accepts; "
+                "send the blob as the multipart file part `contents`.",
+            ),
         )
     elif isinstance(exc, TooManyFieldsSent):
         status, body = 400, envelope("too_many_fields", "The form has too many fields.")
     elif isinstance(exc, exceptions.APIException):
         status, body = _drf_envelope(exc, request)
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(int(exc.wait))
+        auth_header = getattr(exc, "auth_header", None)  # set by DRF on 401s
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        wait = getattr(exc, "wait", None)  # Throttled
+        if wait is not None:
+            headers["Retry-After"] = str(int(wait))
     else:
         return None
     return error_response(status, body, headers)
@@ -133,4 +140,4 @@ class NotFoundView(APIView):
             f"There is no route {request.path!r}; see /api/docs/ for the routes under /<slug>/v1/.",
         )
 
-    get = post = put = patch = delete = head = options = _missing
+    get = post = put = patch = delete = head = options = _missing  # type: ignore[assignment]

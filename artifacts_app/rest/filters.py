@@ -13,6 +13,7 @@ import django_filters
 
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact
+from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX
 from artifacts_app.selectors import MAX_LIMIT
 
 
@@ -29,22 +30,22 @@ class PageFilter(django_filters.FilterSet):
 
 
 class ArtifactFilter(PageFilter):
-    kind = django_filters.CharFilter(max_length=64, method="_none")
-    sessionId = django_filters.CharFilter(max_length=128, method="_none")  # noqa: N815
+    kind = django_filters.CharFilter(max_length=KIND_MAX, method="_none")
+    sessionId = django_filters.CharFilter(max_length=SESSION_ID_MAX, method="_none")
     source = django_filters.ChoiceFilter(
         choices=[("host", "host"), ("model", "model")], method="_none"
     )
-    key = django_filters.CharFilter(max_length=1024, method="_none")
+    key = django_filters.CharFilter(max_length=KEY_MAX, method="_none")
 
 
 @functools.cache
-def _form_class(filterset_class: type[django_filters.FilterSet]) -> Any:
+def _form_class(filterset_class: Any) -> Any:
     # The FilterSet deep-copies its filters and builds a form class per instance (~1 ms a
     # request); the form class it builds is the same every time, so build it once.
     return filterset_class(queryset=Artifact.objects.none()).get_form_class()
 
 
-def cleaned(filterset_class: type[django_filters.FilterSet], params: Any) -> dict[str, Any]:
+def cleaned(filterset_class: Any, params: Any) -> dict[str, Any]:
     """The valid query parameters (missing ones None), or a 400 ``invalid_query`` envelope."""
     form = _form_class(filterset_class)(params)
     if not form.is_valid():
@@ -63,7 +64,9 @@ def cleaned(filterset_class: type[django_filters.FilterSet], params: Any) -> dic
         limit = data["limit"]
         if limit != int(limit):
             raise ArtifactError(
-                "invalid_limit", f"`limit` is a whole number from 1 to {MAX_LIMIT}.", {"field": "limit"}
+                "invalid_limit",
+                f"`limit` is a whole number from 1 to {MAX_LIMIT}.",
+                {"field": "limit"},
             )
         data["limit"] = int(limit)
     return data

@@ -5,7 +5,7 @@ Responses are rendered with orjson too; the client's ``Accept`` does not choose 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
 from django.conf import settings
@@ -88,7 +88,7 @@ class MultiPartParser(parsers.MultiPartParser):
             raise malformed_multipart("the Content-Type has no valid boundary parameter")
         watched = _ClosingWatch(stream, boundary.encode("latin-1"))
         try:
-            result = super().parse(watched, media_type, parser_context)
+            result = super().parse(cast(IO[Any], watched), media_type, parser_context)
         except exceptions.ParseError as exc:
             detail = str(exc.detail).removeprefix("Multipart form parse error - ")
             raise malformed_multipart(detail.rstrip(".")) from None
@@ -118,7 +118,9 @@ class ORJSONRenderer(renderers.BaseRenderer):
     format = "json"
     charset = None
 
-    def render(self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None) -> bytes:
+    def render(
+        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+    ) -> bytes:
         if data is None:
             return b""
         return orjson.dumps(data)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
@@ -12,7 +14,7 @@ class BearerScheme(OpenApiAuthenticationExtension):
     target_class = "artifacts_app.rest.auth.BearerAuthentication"
     name = "bearerAuth"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
         return {
             "type": "http",
             "scheme": "bearer",

@@ -24,7 +24,7 @@ from artifacts_app import access, services, tool
 from artifacts_app.registry import spec_for
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.schema import errors
-from artifacts_app.rest.views import AgentView, _object_body, json_response
+from artifacts_app.rest.views import AgentView, json_response, object_body
 
 RUN_FIELDS = frozenset({"input", "sessionId", "turnId"})
 
@@ -38,7 +38,10 @@ class ToolView(AgentView):
         parameters=[
             OpenApiParameter("format", str, enum=list(tool.FORMATS), default=tool.DEFAULT_FORMAT),
         ],
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="The tool definition."), **errors()},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="The tool definition."),
+            **errors(),
+        },
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -52,7 +55,9 @@ class ToolView(AgentView):
         request=inline_serializer(
             "ToolRun",
             {
-                "input": serializers.JSONField(help_text="The tool call's input, as the model sent it."),
+                "input": serializers.JSONField(
+                    help_text="The tool call's input, as the model sent it."
+                ),
                 "sessionId": serializers.CharField(required=False, allow_null=True),
                 "turnId": serializers.CharField(required=False, allow_null=True),
             },
@@ -67,7 +72,7 @@ class ToolView(AgentView):
         agent = self.agent()
         access.require_tag(self.caller(), agent)
         tool.require_tool(spec_for(agent))
-        body = _object_body(request.data, RUN_FIELDS)
+        body = object_body(request.data, RUN_FIELDS)
         if "input" not in body:
             raise tool.ToolInputError(
                 'The body needs `input`: the tool call\'s input, {"artifact": {...}}.', "input"

@@ -6,21 +6,21 @@ every other path under ``/<slug>/v1/`` with the 404 envelope.
 
 from __future__ import annotations
 
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 
-from artifacts_app.registry import RESERVED_SLUGS
+from artifacts_app.names import ARTIFACT_ID_PATTERN, RESERVED_SLUGS, SESSION_ID_PATTERN
 from artifacts_app.rest import views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
-SESSION_ID = r"(?P<session_id>[A-Za-z0-9][A-Za-z0-9._:-]{0,127})"
-ARTIFACT_ID = r"(?P<artifact_id>[A-Za-z0-9_]{1,40})"
+SESSION_ID = rf"(?P<session_id>{SESSION_ID_PATTERN})"
+ARTIFACT_ID = rf"(?P<artifact_id>{ARTIFACT_ID_PATTERN})"
 
-tool_urlpatterns: list = [
+tool_urlpatterns: list[URLPattern | URLResolver] = [
     path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
 ]
 
-agent_urlpatterns = [
+agent_urlpatterns: list[URLPattern | URLResolver] = [
     path("sessions", views.SessionsView.as_view(), name="sessions"),
     re_path(rf"^sessions/{SESSION_ID}$", views.SessionDetailView.as_view(), name="session"),
     path("artifacts", views.ArtifactsView.as_view(), name="artifacts"),

@@ -37,7 +37,18 @@ from artifacts_app.rest.schema import CURSOR, LIMIT, errors
 from artifacts_app.values import json_loads
 
 TAG_FIELDS = frozenset(
-    {"kind", "key", "title", "data", "sessionId", "turnId", "source", "contents", "contentsBase64", "contentType"}
+    {
+        "kind",
+        "key",
+        "title",
+        "data",
+        "sessionId",
+        "turnId",
+        "source",
+        "contents",
+        "contentsBase64",
+        "contentType",
+    }
 )
 SESSION_FIELDS = frozenset({"id", "owner"})
 
@@ -53,12 +64,12 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
-        return services.agent_get(self.kwargs["slug"])
+        return selectors.agent_get(self.kwargs["slug"])
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
 
-    def options(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:  # HttpResponse
         # API.md "Errors": OPTIONS is authenticated like GET (401 without credentials, 404 for
         # an unknown agent) and says only which methods the route has — never DRF's metadata
         # with the views' docstrings.
@@ -68,7 +79,7 @@ class AgentView(APIView):
         return response
 
 
-def _object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ArtifactError("invalid_body", "The body must be a JSON object.")
     unknown = sorted(set(body) - allowed)
@@ -114,10 +125,12 @@ class SessionsView(AgentView):
         agent = self.agent()
         caller = self.caller()
         access.session_visibility(caller, agent)  # 401 / 403 before the body is looked at
-        body = _object_body(request.data, SESSION_FIELDS)
+        body = object_body(request.data, SESSION_FIELDS)
         owner = body.get("owner")
         if owner is not None and not isinstance(owner, str):
-            raise ArtifactError("invalid_owner", "`owner` is a username or null.", {"field": "owner"})
+            raise ArtifactError(
+                "invalid_owner", "`owner` is a username or null.", {"field": "owner"}
+            )
         owner = access.require_session_create(caller, agent, owner)
         session = services.session_create(agent=agent, sid=body.get("id"), owner=owner)
         row = selectors.session_values(agent=agent, sid=session.sid)
@@ -158,7 +171,9 @@ def _contents(body: dict[str, Any]) -> bytes | str | None:
     if encoded is not None:
         if not isinstance(encoded, str):
             raise ArtifactError(
-                "invalid_base64", "`contentsBase64` is a base64 string.", {"field": "contentsBase64"}
+                "invalid_base64",
+                "`contentsBase64` is a base64 string.",
+                {"field": "contentsBase64"},
             )
         try:
             return base64.b64decode(encoded, validate=True)
@@ -229,7 +244,10 @@ class ArtifactsView(AgentView):
     @extend_schema(
         operation_id="artifacts_tag",
         summary="Tag an artifact (agent key): 201 created, 200 replaced",
-        request={"application/json": s.TagSerializer, "multipart/form-data": s.TagMultipartSerializer},
+        request={
+            "application/json": s.TagSerializer,
+            "multipart/form-data": s.TagMultipartSerializer,
+        },
         responses={
             201: OpenApiResponse(s.RecordSerializer, description="Created."),
             200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
@@ -243,7 +261,7 @@ class ArtifactsView(AgentView):
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
         else:
-            body = _object_body(request.data, TAG_FIELDS)
+            body = object_body(request.data, TAG_FIELDS)
             contents, content_type = _contents(body), body.get("contentType")
         result = _tag(agent, body, contents, content_type)
         return json_response(result.record.to_json(), status=201 if result.created else 200)
@@ -252,11 +270,12 @@ class ArtifactsView(AgentView):
         raw = request.data.get("record")
         if raw is None:
             raise ArtifactError(
-                "record_required", "A multipart tag needs a `record` part holding the JSON record.",
+                "record_required",
+                "A multipart tag needs a `record` part holding the JSON record.",
                 {"field": "record"},
             )
         body = json_loads(raw, what="The `record` part", field="record")
-        body = _object_body(body, TAG_FIELDS)
+        body = object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
             contents: Any = _contents(body)
@@ -314,7 +333,9 @@ class ContentView(AgentView):
         operation_id="artifacts_content",
         summary="The record's blob, streamed; honours Range and If-None-Match",
         parameters=[
-            OpenApiParameter("Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"),
+            OpenApiParameter(
+                "Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"
+            ),
             OpenApiParameter("If-None-Match", str, OpenApiParameter.HEADER),
         ],
         responses={
@@ -330,7 +351,8 @@ class ContentView(AgentView):
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
         if not row["blob_id"]:
             raise NotFoundError(
-                "no_content", f"Artifact {artifact_id!r} has no content; its record is all there is."
+                "no_content",
+                f"Artifact {artifact_id!r} has no content; its record is all there is.",
             )
         return content_response(
             request,
@@ -338,7 +360,10 @@ class ContentView(AgentView):
             size=row["blob__size"],
             content_type=row["content_type"],
             filename=media.download_name(
-                key=row["key"], title=row["title"], artifact_id=row["id"], content_type=row["content_type"]
+                key=row["key"],
+                title=row["title"],
+                artifact_id=row["id"],
+                content_type=row["content_type"],
             ),
         )
 

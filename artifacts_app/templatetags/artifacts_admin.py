@@ -32,7 +32,10 @@ def uncounted_date_hierarchy(cl):
     if year and month and day:
         return {
             "show": True,
-            "back": {"link": link({year_f: year, month_f: month}), "title": f"{calendar.month_name[month]} {year}"},
+            "back": {
+                "link": link({year_f: year, month_f: month}),
+                "title": f"{calendar.month_name[month]} {year}",
+            },
             "choices": [{"title": datetime.date(year, month, day).strftime("%B %-d, %Y")}],
         }
     if year and month:

@@ -7,6 +7,8 @@
 ``services.tool_run`` is the one implementation of running a call (it tags with ``source="model"``).
 """
 
+from __future__ import annotations
+
 from artifacts_app.tool.definition import (
     DEFAULT_FORMAT,
     FORMATS,

@@ -21,7 +21,9 @@ KEY_DESCRIPTION = (
     "A stable identity for this artifact, such as its URL or path: tagging the same key again "
     "replaces that artifact instead of adding another. null for a one-off output."
 )
-TITLE_DESCRIPTION = "A short title a person will see in a list (at most 512 characters); null for none."
+TITLE_DESCRIPTION = (
+    "A short title a person will see in a list (at most 512 characters); null for none."
+)
 
 
 def description(spec: AgentSpec) -> str:
@@ -99,7 +101,7 @@ def require_tool(spec: AgentSpec) -> None:
     )
 
 
-def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:  # noqa: A002
+def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:
     """The tool in a provider's shape: ``anthropic`` (default), ``openai`` (Chat Completions
     function tool, strict) or ``openai-responses`` (Responses API function tool, strict)."""
     require_tool(spec)

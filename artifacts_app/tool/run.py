@@ -1,8 +1,9 @@
 """Reading a model's ``tag_artifact`` call, and answering it as a tool result the model can act on.
 
-``parse_call`` checks the shape the tool's schema promises and the kind's schema, and refuses with
-``ToolInputError``: its message names the field (``artifact.data.verdict``) and what was expected,
-so a model can correct its call. ``services.tool_run`` does the tagging.
+``parse_call`` checks the shape the tool's schema promises and refuses with ``ToolInputError``: its
+message names the field (``artifact.data.verdict``) and what was expected, so a model can correct
+its call. ``services.tool_run`` does the tagging, whose rules validate ``data`` against the kind's
+schema (once); ``model_facing`` words their refusals for the model.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from artifacts_app.errors import ArtifactError
+from artifacts_app.errors import ArtifactError, SchemaInvalidError
 from artifacts_app.records import ArtifactRecord
 from artifacts_app.registry import AgentSpec
 from artifacts_app.tool.schema import strip_defaulted_nulls
@@ -26,8 +27,14 @@ SHAPE = '{"artifact": {"kind": ..., "key": ... or null, "title": ... or null, "d
 class ToolInputError(ArtifactError):
     """Input the model got wrong: 400 with a message written for the model (``details.field``)."""
 
-    def __init__(self, message: str, field: str, details: dict[str, Any] | None = None,
-                 code: str = "tool_input_invalid", status: int = 400) -> None:
+    def __init__(
+        self,
+        message: str,
+        field: str,
+        details: dict[str, Any] | None = None,
+        code: str = "tool_input_invalid",
+        status: int = 400,
+    ) -> None:
         super().__init__(code, message, {"field": field, **(details or {})})
         self.status = status
 
@@ -91,12 +98,8 @@ def parse_call(spec: AgentSpec, tool_input: Any) -> ToolCall:
             "artifact.data",
         )
     if declared.adapter is not None:
+        # Models send null for optional fields that have defaults; the schema wants them absent.
         data = strip_defaulted_nulls(declared.json_schema(), data)
-        try:
-            value = declared.adapter.validate_python(data)
-        except ValidationError as exc:
-            raise _data_error(kind, exc) from None
-        data = declared.adapter.dump_python(value, mode="json")
     # A model often says "none" with an empty string; the tag's rules want null for that.
     key = None if artifact.get("key") == "" else artifact.get("key")
     title = None if artifact.get("title") == "" else artifact.get("title")
@@ -131,6 +134,8 @@ def _data_error(kind: str, exc: ValidationError) -> ToolInputError:
 
 def model_facing(exc: ArtifactError) -> ArtifactError:
     """A refusal from the tag service about one of the model's fields, renamed to the tool's path."""
+    if isinstance(exc, SchemaInvalidError):
+        return _data_error(exc.kind, exc.validation)
     details = exc.details if isinstance(exc.details, dict) else {}
     field = details.get("field")
     if field not in ARTIFACT_FIELDS:

@@ -263,7 +263,9 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def data_schema(kind_name: str, json_schema: dict[str, Any] | None, out_defs: dict[str, Any]) -> Any:
+def data_schema(
+    kind_name: str, json_schema: dict[str, Any] | None, out_defs: dict[str, Any]
+) -> Any:
     """The ``data`` branch of one kind, inlined and strict (not yet strictified: see ``build``)."""
     if json_schema is None:
         # A kind without a schema takes any JSON but null; strict mode cannot say "any", so the
@@ -318,7 +320,11 @@ def _resolve(schema: Any, defs: dict[str, Any]) -> Any:
         target = defs.get(str(schema["$ref"]).split("/")[-1], {})
         schema = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
         seen += 1
-    if isinstance(schema, dict) and isinstance(schema.get("allOf"), list) and len(schema["allOf"]) == 1:
+    if (
+        isinstance(schema, dict)
+        and isinstance(schema.get("allOf"), list)
+        and len(schema["allOf"]) == 1
+    ):
         inner = _resolve(schema["allOf"][0], defs)
         schema = {**inner, **{k: v for k, v in schema.items() if k != "allOf"}}
     return schema

@@ -33,7 +33,9 @@ def keeper(django_user_model):
 
     user = django_user_model.objects.create_user("kim", password="kim-pw-123", is_staff=True)
     user.user_permissions.add(
-        *Permission.objects.filter(content_type__app_label="artifacts_app", codename__in=["add_apikey", "change_apikey"])
+        *Permission.objects.filter(
+            content_type__app_label="artifacts_app", codename__in=["add_apikey", "change_apikey"]
+        )
     )
     return user
 

@@ -88,7 +88,9 @@ def test_non_staff_and_anonymous_are_sent_to_log_in(client, alice, world):
     for url in urls:
         response = client.get(url)
         assert response.status_code == 302 and "/admin/login/" in response["Location"], url
-    response = client.post(reverse("admin:artifacts_app_agent_create_key", args=[world["key"].agent_id]))
+    response = client.post(
+        reverse("admin:artifacts_app_agent_create_key", args=[world["key"].agent_id])
+    )
     assert response.status_code == 302
     assert ApiKey.objects.filter(kind="agent").count() == 1
 
@@ -140,7 +142,11 @@ def test_artifact_page_shows_pretty_data_preview_and_session(staff_client, world
 
 def test_image_content_is_shown_from_the_content_route(staff_client, reviewer):
     record = services.artifact_tag(
-        agent=reviewer, kind="report", data={}, contents=b"\x89PNG\r\n\x1a\n", content_type="image/png"
+        agent=reviewer,
+        kind="report",
+        data={},
+        contents=b"\x89PNG\r\n\x1a\n",
+        content_type="image/png",
     ).record
     body = titles(staff_client.get(artifact_url("change", record.id)))
     assert f'<img src="/reviewer/v1/artifacts/{record.id}/content"' in body
@@ -148,17 +154,26 @@ def test_image_content_is_shown_from_the_content_route(staff_client, reviewer):
 
 def test_binary_content_is_only_a_download_link(staff_client, reviewer):
     record = services.artifact_tag(
-        agent=reviewer, kind="report", data={}, contents=b"\x00\x01<script>", content_type="application/zip"
+        agent=reviewer,
+        kind="report",
+        data={},
+        contents=b"\x00\x01<script>",
+        content_type="application/zip",
     ).record
     body = titles(staff_client.get(artifact_url("change", record.id)))
     assert "Download (10 bytes, application/zip)" in body
-    assert "<pre class=\"artifact-text\">" not in body
+    assert '<pre class="artifact-text">' not in body
 
 
 def test_stored_script_is_shown_escaped(staff_client, reviewer):
     evil = "<script>alert('x')</script>"
     record = services.artifact_tag(
-        agent=reviewer, kind="report", title=evil, key=evil, data={"html": evil}, contents=evil,
+        agent=reviewer,
+        kind="report",
+        title=evil,
+        key=evil,
+        data={"html": evil},
+        contents=evil,
     ).record
     for url in (LIST + "?agent=reviewer", artifact_url("change", record.id)):
         body = titles(staff_client.get(url))
@@ -254,7 +269,9 @@ def test_revoke_action_on_the_keys_list(keeper_client, world):
 
 
 def test_user_token_is_created_and_shown_once(super_client, alice):
-    response = super_client.post(reverse("admin:auth_user_create_token", args=[alice.pk]), {"label": "cli"})
+    response = super_client.post(
+        reverse("admin:auth_user_create_token", args=[alice.pk]), {"label": "cli"}
+    )
     assert response.status_code == 200
     secret = response.context["secret"]
     assert services.token_lookup(secret).user_id == alice.pk
@@ -274,7 +291,9 @@ def test_freeform_agent_is_added_through_the_service(staff_client):
 
 
 def test_session_page_lists_its_artifacts_and_links_the_playground(staff_client, world):
-    body = titles(staff_client.get(reverse("admin:artifacts_app_session_change", args=[world["s1"].pk])))
+    body = titles(
+        staff_client.get(reverse("admin:artifacts_app_session_change", args=[world["s1"].pk]))
+    )
     assert "Reviewed PR 7" in body and "alice" in body
     assert "/playground/?agent=reviewer&amp;session=s_one" in body
 
@@ -283,12 +302,18 @@ def test_ids_that_look_quoted_open_from_the_session_page(staff_client, reviewer,
     """The admin unquotes "_25" to "%" in a URL's id: an id like "art_25…" (about 2% of them) must be
     linked quoted, or its page redirects away as "doesn't exist"."""
     session = services.session_create(agent=reviewer, sid="s_quoted", owner=alice)
-    key = next(f"k{n}" for n in range(10_000) if services.keyed_id("reviewer", f"k{n}")[4:6] in {"22", "25", "26"})
+    key = next(
+        f"k{n}"
+        for n in range(10_000)
+        if services.keyed_id("reviewer", f"k{n}")[4:6] in {"22", "25", "26"}
+    )
     record = services.artifact_tag(
         agent=reviewer, kind="report", key=key, title="Quoted id", data={}, session_id=session.sid
     ).record
     assert record.id[4:6] in {"22", "25", "26"}
-    page = titles(staff_client.get(reverse("admin:artifacts_app_session_change", args=[session.pk])))
+    page = titles(
+        staff_client.get(reverse("admin:artifacts_app_session_change", args=[session.pk]))
+    )
     href = re.search(r'<a href="([^"]+)">Quoted id</a>', page).group(1)
     response = staff_client.get(href)
     assert response.status_code == 200

@@ -36,7 +36,9 @@ def test_staff_without_permissions_cannot_mint_or_revoke(staff_client, reviewer,
     response = staff_client.post(create_key, {"label": "mine"})
     assert response.status_code == 302 and "secret" not in (response.context or {})
     assert "API key permissions" in _messages(response)
-    response = staff_client.post(reverse("admin:auth_user_create_token", args=[alice.pk]), {"label": "x"})
+    response = staff_client.post(
+        reverse("admin:auth_user_create_token", args=[alice.pk]), {"label": "x"}
+    )
     assert response.status_code == 302
     for key in secrets.values():
         url = reverse("admin:artifacts_app_apikey_revoke", args=[key.pk])
@@ -61,15 +63,24 @@ def test_staff_still_read_delete_and_see_keys(staff_client, reviewer, secrets):
     assert page.status_code == 200 and secrets["key"].prefix.encode() in page.content
 
 
-def test_permission_holders_mint_and_revoke_but_not_a_superusers(keeper_client, reviewer, alice, secrets):
-    response = keeper_client.post(reverse("admin:artifacts_app_agent_create_key", args=[reviewer.pk]))
-    assert response.status_code == 200 and services.token_lookup(response.context["secret"]) is not None
+def test_permission_holders_mint_and_revoke_but_not_a_superusers(
+    keeper_client, reviewer, alice, secrets
+):
+    response = keeper_client.post(
+        reverse("admin:artifacts_app_agent_create_key", args=[reviewer.pk])
+    )
+    assert (
+        response.status_code == 200
+        and services.token_lookup(response.context["secret"]) is not None
+    )
     response = keeper_client.post(reverse("admin:auth_user_create_token", args=[alice.pk]))
     assert response.status_code == 200
     keeper_client.post(reverse("admin:artifacts_app_apikey_revoke", args=[secrets["token"].pk]))
     secrets["token"].refresh_from_db()
     assert secrets["token"].revoked_at is not None
-    keeper_client.post(reverse("admin:artifacts_app_apikey_revoke", args=[secrets["root_token"].pk]))
+    keeper_client.post(
+        reverse("admin:artifacts_app_apikey_revoke", args=[secrets["root_token"].pk])
+    )
     secrets["root_token"].refresh_from_db()
     assert secrets["root_token"].revoked_at is None
     root = secrets["root_token"].user

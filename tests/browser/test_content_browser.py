@@ -74,6 +74,7 @@ def test_content_is_never_rendered_as_html(live, sup_page, content_type):
     )
     url = f"{live.url}/reviewer/v1/artifacts/{record['id']}/content"
     downloaded = []
+
     def listener(download):
         downloaded.append(download)
 

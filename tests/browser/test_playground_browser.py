@@ -52,7 +52,12 @@ def test_log_in_and_see_the_session_newest_first_escaped(live, page, tmp_path):
         content_type="text/plain; charset=utf-8",
     )
     second = tag_inside(
-        live, kind="report", key="evil", title=EVIL, data={"html": EVIL}, session_id="s_view",
+        live,
+        kind="report",
+        key="evil",
+        title=EVIL,
+        data={"html": EVIL},
+        session_id="s_view",
         source="model",
     )
     page.goto(live.url + VIEW_URL)

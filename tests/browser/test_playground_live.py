@@ -69,14 +69,21 @@ def test_tag_appears_retag_changes_in_place_delete_removes(live, page):
 
 
 def test_recovers_the_events_it_missed_while_the_server_was_down(live, page):
-    doomed = tag_inside(live, kind="report", key="doomed", title="About to go", data={}, session_id="s_live")
+    doomed = tag_inside(
+        live, kind="report", key="doomed", title="About to go", data={}, session_id="s_live"
+    )
     open_session(page, live)
     expect(card(page, doomed["id"])).to_be_visible()
 
     live.kill()
     expect(page.locator("#status")).to_have_attribute("data-state", "offline", timeout=10_000)
     missed = tag_inside(
-        live, kind="report", key="missed", title="Tagged while offline", data={"n": 1}, session_id="s_live"
+        live,
+        kind="report",
+        key="missed",
+        title="Tagged while offline",
+        data={"n": 1},
+        session_id="s_live",
     )
     live.python(
         "from artifacts_app import services\n"
@@ -104,7 +111,13 @@ def test_a_record_moved_out_of_the_session_leaves_its_card(live, page, target):
     target_card = card(page, record["id"])
     expect(target_card).to_be_visible(timeout=5_000)
     expect(target_card.locator(".preview-text")).to_contain_text("old content", timeout=5_000)
-    live.tag(kind="report", key=f"moving-{target}", title="Moved away", data={"where": "elsewhere"}, sessionId=target)
+    live.tag(
+        kind="report",
+        key=f"moving-{target}",
+        title="Moved away",
+        data={"where": "elsewhere"},
+        sessionId=target,
+    )
     expect(target_card).to_have_count(0, timeout=5_000)
     assert "Moved away" not in page.content() and "elsewhere" not in page.content()
     assert page.locator(f'a[href*="{record["id"]}"]').count() == 0  # no dead download link

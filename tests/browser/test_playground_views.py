@@ -17,13 +17,25 @@ pytestmark = pytest.mark.django_db
 def sessions(reviewer, alice, bob):
     mine = services.session_create(agent=reviewer, sid="s_alice", owner=alice)
     theirs = services.session_create(agent=reviewer, sid="s_bob", owner=bob)
-    services.artifact_tag(agent=reviewer, kind="report", title="<b>mine</b>", data={"a": "</script>"}, session_id="s_alice")
-    services.artifact_tag(agent=reviewer, kind="report", title="theirs", data={}, session_id="s_bob")
+    services.artifact_tag(
+        agent=reviewer,
+        kind="report",
+        title="<b>mine</b>",
+        data={"a": "</script>"},
+        session_id="s_alice",
+    )
+    services.artifact_tag(
+        agent=reviewer, kind="report", title="theirs", data={}, session_id="s_bob"
+    )
     return mine, theirs
 
 
 def config(response) -> dict:
-    match = re.search(r'<script id="playground-config" type="application/json">(.*?)</script>', response.content.decode(), re.S)
+    match = re.search(
+        r'<script id="playground-config" type="application/json">(.*?)</script>',
+        response.content.decode(),
+        re.S,
+    )
     return json.loads(match.group(1))
 
 
@@ -33,7 +45,9 @@ def test_login_required(client):
     assert client.get("/accounts/login/").status_code == 200
 
 
-def test_user_sees_own_session_records_and_the_seq_to_follow_from(client, alice, sessions, reviewer):
+def test_user_sees_own_session_records_and_the_seq_to_follow_from(
+    client, alice, sessions, reviewer
+):
     client.force_login(alice)
     response = client.get("/playground/", {"agent": "reviewer", "session": "s_alice"})
     assert response.status_code == 200
@@ -57,9 +71,13 @@ def test_other_users_session_and_unknown_ones_look_the_same(client, alice, sessi
 
 
 def test_staff_see_every_session(client, django_user_model, sessions):
-    client.force_login(django_user_model.objects.create_user("sup", password="x-12345678", is_staff=True))
+    client.force_login(
+        django_user_model.objects.create_user("sup", password="x-12345678", is_staff=True)
+    )
     response = client.get("/playground/", {"agent": "reviewer", "session": "s_bob"})
-    assert response.status_code == 200 and [r["title"] for r in config(response)["records"]] == ["theirs"]
+    assert response.status_code == 200 and [r["title"] for r in config(response)["records"]] == [
+        "theirs"
+    ]
 
 
 def test_new_session_is_owned_by_the_user(client, alice, reviewer):
@@ -72,7 +90,9 @@ def test_new_session_is_owned_by_the_user(client, alice, reviewer):
 
 
 def test_new_session_refusals_are_messages_not_errors(client, django_user_model, reviewer):
-    client.force_login(django_user_model.objects.create_user("sup", password="x-12345678", is_staff=True))
+    client.force_login(
+        django_user_model.objects.create_user("sup", password="x-12345678", is_staff=True)
+    )
     response = client.post("/playground/sessions", {"agent": "reviewer"}, follow=True)
     assert response.status_code == 200 and "Staff supervise" in response.content.decode()
     response = client.post("/playground/sessions", {"agent": "nobody"}, follow=True)

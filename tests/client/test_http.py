@@ -59,7 +59,9 @@ def test_contents_inline_multipart_and_streamed_download(client, tmp_path):
     target = tmp_path / "down.bin"
     assert client.content(big.id, to=target) == len(blob)
     assert hashlib.sha256(target.read_bytes()).hexdigest() == big.content.sha256
-    small = client.tag(kind="report", data="s", contents=b"\x00\x01", content_type="application/x-bin")
+    small = client.tag(
+        kind="report", data="s", contents=b"\x00\x01", content_type="application/x-bin"
+    )
     sink = io.BytesIO()
     client.content(small.id, to=sink)
     assert sink.getvalue() == b"\x00\x01"
@@ -70,7 +72,9 @@ def test_contents_inline_multipart_and_streamed_download(client, tmp_path):
 
 def test_file_object_contents_are_streamed(client):
     payload = os.urandom(4096)
-    record = client.tag(kind="report", data="f", contents=io.BytesIO(payload), content_type="image/png")
+    record = client.tag(
+        kind="report", data="f", contents=io.BytesIO(payload), content_type="image/png"
+    )
     assert record.content.size == 4096 and record.content.content_type == "image/png"
 
 
@@ -91,9 +95,21 @@ def test_sessions_kinds_and_tool(client, served):
 
 def test_run_tool_tags_as_model_and_returns_refusals_as_results(client):
     key = unique("https://x/pull")
-    call = {"artifact": {"kind": "reviewed-pr", "key": key, "title": None, "data": {"url": key, "verdict": "approve"}}}
+    call = {
+        "artifact": {
+            "kind": "reviewed-pr",
+            "key": key,
+            "title": None,
+            "data": {"url": key, "verdict": "approve"},
+        }
+    }
     result = client.run_tool(call, turn_id="t-1")
-    assert result.ok and result.created and result.record.source == "model" and result.record.turn_id == "t-1"
+    assert (
+        result.ok
+        and result.created
+        and result.record.source == "model"
+        and result.record.turn_id == "t-1"
+    )
     assert client.run_tool(call).created is False
     refused = client.run_tool({"artifact": {**call["artifact"], "data": {"verdict": "x"}}})
     assert not refused.ok and refused.details["field"] == "artifact.data.url"
@@ -116,8 +132,12 @@ def test_run_tool_tags_as_model_and_returns_refusals_as_results(client):
     ],
 )
 def test_errors_surface_code_status_and_message(served, who, call, status, code):
-    token = {"bad": "aak_nope_nope", "user": served.user_token, "staff": served.staff_token,
-             "key": served.key}[who]
+    token = {
+        "bad": "aak_nope_nope",
+        "user": served.user_token,
+        "staff": served.staff_token,
+        "key": served.key,
+    }[who]
     with ArtifactsClient(served.base, token, "reviewer") as c, pytest.raises(ClientError) as err:
         call(c)
     assert (err.value.status, err.value.code) == (status, code), err.value
@@ -157,7 +177,9 @@ def test_unkeyed_tag_is_not_retried_after_a_dropped_connection(served, client):
 
 
 def test_refused_connection_is_retried_then_reported(served):
-    with ArtifactsClient(f"http://127.0.0.1:{1}", served.key, "reviewer", retries=2, backoff=0.01) as c:
+    with ArtifactsClient(
+        f"http://127.0.0.1:{1}", served.key, "reviewer", retries=2, backoff=0.01
+    ) as c:
         with pytest.raises(ClientError) as err:
             c.tag(kind="report", data="x")
     assert err.value.code == "connection_error" and "3 attempt" in err.value.message
@@ -174,7 +196,9 @@ async def test_async_twin_does_the_same(served, tmp_path):
         assert b"".join(chunks) == b"bytes!"
         assert (await c.kinds())["agentTool"] is True
         assert (await c.tool("openai-responses"))["strict"] is True
-        result = await c.run_tool({"artifact": {"kind": "report", "key": None, "title": None, "data": "m"}})
+        result = await c.run_tool(
+            {"artifact": {"kind": "report", "key": None, "title": None, "data": "m"}}
+        )
         assert result.ok and result.record.source == "model"
         sid = (await c.create_session())["id"]
         assert sid in {s["id"] async for s in c.sessions()}

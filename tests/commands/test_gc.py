@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.utils import timezone
 
-from artifacts_app import blobgc, blobs, services
+from artifacts_app import blobs, services
 from artifacts_app.models import Artifact, Blob
 
 
@@ -63,7 +63,9 @@ def test_stray_files_without_a_row_are_adopted_and_removed_after_the_grace(db, s
     assert "Would remove 0 blob(s)" in gc("--dry-run")  # younger than the grace
     old = time.time() - 7200
     os.utime(path, (old, old))
-    assert "Would remove 1 blob(s), 29 bytes (1 of them in storage without a row)" in gc("--dry-run")
+    assert "Would remove 1 blob(s), 29 bytes (1 of them in storage without a row)" in gc(
+        "--dry-run"
+    )
     assert os.path.exists(path) and not Blob.objects.exists()
     assert "Removed 1 blob(s)" in gc()
     assert not os.path.exists(path) and not Blob.objects.exists()
@@ -81,7 +83,7 @@ def test_never_removes_the_blob_of_a_tag_committed_during_its_run(db):
         if i % 2 == 0:
             services.artifact_tag(agent=agent, key=f"again{i}", data={}, contents=f"contents {i}")
 
-    report = blobgc.blobs_collect(grace=timedelta(hours=1), before_each=retag)
+    report = services.blobs_collect(grace=timedelta(hours=1), before_each=retag)
     assert (report.removed, report.kept) == (2, 2)
     for i, sha in enumerate(shas):
         assert blobs.blob_exists(sha) == (i % 2 == 0)
@@ -115,7 +117,7 @@ def test_concurrent_tags_and_gc_never_lose_a_committed_blob():
     def collector() -> None:
         try:
             while not stop.is_set():
-                blobgc.blobs_collect(grace=timedelta(hours=1))
+                services.blobs_collect(grace=timedelta(hours=1))
         except BaseException as exc:
             errors.append(exc)
         finally:

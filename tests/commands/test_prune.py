@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from artifacts_app import pruning, services
+from artifacts_app import services
 from artifacts_app.models import Agent, Artifact, Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -101,12 +101,16 @@ def test_session_and_kind_narrow_the_selection(stocked):
 
 def test_filters_together_with_keep_and_older_than(stocked):
     # The 12 old records are older than 30d; keep the newest 15 of all 20: 5 may go.
-    assert "Pruned 5 artifact(s)" in run("--agent", "pr-stock", "--older-than", "30d", "--keep", "15")
+    assert "Pruned 5 artifact(s)" in run(
+        "--agent", "pr-stock", "--older-than", "30d", "--keep", "15"
+    )
     assert counts(stocked)[:2] == (15, 15)
 
 
 def test_a_record_retagged_after_selection_is_not_pruned(stocked):
-    old = Artifact.objects.filter(agent=stocked, key="old-5").values_list("updated_at", flat=True)[0]
+    old = Artifact.objects.filter(agent=stocked, key="old-5").values_list("updated_at", flat=True)[
+        0
+    ]
     services.artifact_tag(agent=stocked, kind="note", key="old-5", data={"again": True})
     removed = services.artifacts_delete(
         agent=stocked,
@@ -190,6 +194,6 @@ def test_no_progress_line_when_not_a_terminal(stocked):
 
 
 def test_parse_duration():
-    assert pruning.parse_duration("30d", option="x") == timedelta(days=30)
-    assert pruning.parse_duration("2w", option="x") == timedelta(weeks=2)
-    assert pruning.parse_duration("90m", option="x") == timedelta(minutes=90)
+    assert services.parse_duration("30d", option="x") == timedelta(days=30)
+    assert services.parse_duration("2w", option="x") == timedelta(weeks=2)
+    assert services.parse_duration("90m", option="x") == timedelta(minutes=90)

@@ -29,8 +29,16 @@ def bulk_insert(agent_id: int, session_pk: int) -> None:
             for i in range(offset, offset + 10_000):
                 at = connection.ops.adapt_datetimefield_value(start + timedelta(seconds=i))
                 rows.append(
-                    (f"art_big{i:08d}", agent_id, "note", "{}",
-                     session_pk if i < IN_SESSION else None, "host", at, at)
+                    (
+                        f"art_big{i:08d}",
+                        agent_id,
+                        "note",
+                        "{}",
+                        session_pk if i < IN_SESSION else None,
+                        "host",
+                        at,
+                        at,
+                    )
                 )
             cursor.executemany(
                 f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", rows
@@ -64,8 +72,14 @@ def test_prune_of_200k_records_keeps_memory_flat():
     out = io.StringIO()
     try:
         call_command(
-            "prune_artifacts", "--agent", "prune-200k", "--older-than", "30d", "--batch-size",
-            "2000", stdout=out,
+            "prune_artifacts",
+            "--agent",
+            "prune-200k",
+            "--older-than",
+            "30d",
+            "--batch-size",
+            "2000",
+            stdout=out,
         )
     finally:
         done.set()

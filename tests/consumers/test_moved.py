@@ -36,7 +36,9 @@ async def test_a_move_leaves_the_old_session_first(keys, target):
         new = connect(f"/watched/v1/sessions/{target}/events?after=0", keys["agent_key"])
         assert (await new.connect())[0]
         got = await receive_all(new)
-        assert [(e["type"], e["record"]["data"]) for e in got] == [("artifact.tagged", {"v": "secret"})]
+        assert [(e["type"], e["record"]["data"]) for e in got] == [
+            ("artifact.tagged", {"v": "secret"})
+        ]
         await new.disconnect()
 
 

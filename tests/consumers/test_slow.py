@@ -65,22 +65,23 @@ async def test_slow_subscriber_is_dropped_and_recovers_with_after(keys, settings
     assert (await again.connect())[0]
     replayed = [json.loads(await again.receive_from(10))["seq"] for _ in range(TAGS)]
     assert replayed == list(range(1, TAGS + 1))
-    assert await again.receive_nothing(0.2)
+    # Nothing more came: the next message is the next tag's (a marker, not a quiet wait).
+    await database_sync_to_async(services.artifact_tag)(agent="watched", key="marker", data={})
+    assert json.loads(await again.receive_from(10))["seq"] == TAGS + 1
     for comm in (normal, again):
         await comm.disconnect()
 
 
-async def test_tagging_is_not_slowed_by_stalled_subscribers(keys, settings):
-    """The same 200 tags, with and without 20 stalled subscribers: tagging time barely moves."""
+async def test_tagging_is_not_held_by_stalled_subscribers(keys, settings):
+    """200 tags with 20 stalled subscribers all commit, and a reading subscriber gets every one in
+    order, while the stalled ones have not been sent one: tagging never waits on a subscriber.
+    (How fast fan-out is beside tagging is bench/events.py's to measure, not a timed test's.)"""
     settings.ARTIFACTS_WS_BUFFER = 1000
     tag = database_sync_to_async(
-        lambda prefix: [
-            services.artifact_tag(agent="watched", key=f"{prefix}{i}", data={}) for i in range(200)
+        lambda: [
+            services.artifact_tag(agent="watched", key=f"watched{i}", data={}) for i in range(200)
         ]
     )
-    started = time.perf_counter()
-    await tag("alone")
-    alone = time.perf_counter() - started
     headers = [(b"authorization", f"Bearer {keys['agent_key']}".encode())]
     stuck = [
         WebsocketCommunicator(stalled(application), "/watched/v1/events", headers=headers)
@@ -88,9 +89,14 @@ async def test_tagging_is_not_slowed_by_stalled_subscribers(keys, settings):
     ]
     for comm in stuck:
         assert (await comm.connect())[0]
-    started = time.perf_counter()
-    await tag("watched")
-    crowded = time.perf_counter() - started
-    assert crowded < alone * 2 + 0.5, (alone, crowded)
+    reader = connect("/watched/v1/events", keys["agent_key"])
+    assert (await reader.connect())[0]
+    results = await tag()
+    assert len(results) == 200
+    got = await receive_n(reader, 200, timeout=30)
+    assert [m["seq"] for m in got] == list(range(1, 201))
+    for comm in stuck:
+        assert comm.output_queue.empty()  # every send of theirs is still blocked
+    await reader.disconnect()
     for comm in stuck:
         await comm.disconnect()

@@ -17,7 +17,9 @@ AGENT = "/watched/v1/events"
 ALICE = "/watched/v1/sessions/s:alice/events"
 
 
-async def close_code(path: str, token: str | None = None, headers: list | None = None) -> int | None:
+async def close_code(
+    path: str, token: str | None = None, headers: list | None = None
+) -> int | None:
     comm = connect(path, token, headers)
     connected, _ = await comm.connect()
     assert connected  # API.md: accepted, then closed at once, so the client learns why

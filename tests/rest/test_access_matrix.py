@@ -32,17 +32,39 @@ def _token(world: World, caller: str) -> str | None:
 
 # (route pattern, method) -> {caller: status}; list routes also check ids (see LIST_IDS).
 MATRIX: dict[tuple[str, str], dict[str, int]] = {
-    ("sessions", "GET"): dict(none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200),
-    ("sessions", "POST"): dict(none=401, agent=201, other_agent=403, owner=201, other_user=201, staff=403),
-    ("sessions/<session_id>", "GET"): dict(none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200),
-    ("artifacts", "GET"): dict(none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200),
-    ("artifacts", "POST"): dict(none=401, agent=201, other_agent=403, owner=403, other_user=403, staff=403),
-    ("artifacts/kinds", "GET"): dict(none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200),
-    ("artifacts/<artifact_id>", "GET"): dict(none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200),
-    ("artifacts/<artifact_id>", "DELETE"): dict(none=401, agent=204, other_agent=403, owner=403, other_user=404, staff=204),
-    ("artifacts/<artifact_id>/content", "GET"): dict(none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200),
-    ("tools/tag_artifact", "GET"): dict(none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=200),
-    ("tools/tag_artifact", "POST"): dict(none=401, agent=201, other_agent=403, owner=403, other_user=403, staff=403),
+    ("sessions", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200
+    ),
+    ("sessions", "POST"): dict(
+        none=401, agent=201, other_agent=403, owner=201, other_user=201, staff=403
+    ),
+    ("sessions/<session_id>", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("artifacts", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200
+    ),
+    ("artifacts", "POST"): dict(
+        none=401, agent=201, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("artifacts/kinds", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200
+    ),
+    ("artifacts/<artifact_id>", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("artifacts/<artifact_id>", "DELETE"): dict(
+        none=401, agent=204, other_agent=403, owner=403, other_user=404, staff=204
+    ),
+    ("artifacts/<artifact_id>/content", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
+    ),
+    ("tools/tag_artifact", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=200
+    ),
+    ("tools/tag_artifact", "POST"): dict(
+        none=401, agent=201, other_agent=403, owner=403, other_user=403, staff=403
+    ),
 }
 
 
@@ -100,7 +122,9 @@ def _body(route: str, method: str) -> dict | None:
 CASES = [(route, method, caller) for (route, method) in MATRIX for caller in CALLERS]
 
 
-@pytest.mark.parametrize(("route", "method", "caller"), CASES, ids=[f"{m} {r} {c}" for r, m, c in CASES])
+@pytest.mark.parametrize(
+    ("route", "method", "caller"), CASES, ids=[f"{m} {r} {c}" for r, m, c in CASES]
+)
 def test_access(world: World, client, route: str, method: str, caller: str):
     expected = MATRIX[(route, method)][caller]
     headers = bearer(_token(world, caller))
@@ -197,7 +221,11 @@ def test_agent_names_an_owner_and_user_may_not(world: World, client):
         **bearer(world.agent_key),
     )
     assert made.status_code == 201
-    assert orjson.loads(made.content) | {"createdAt": None} == {"id": "s-x", "owner": "bob", "createdAt": None}
+    assert orjson.loads(made.content) | {"createdAt": None} == {
+        "id": "s-x",
+        "owner": "bob",
+        "createdAt": None,
+    }
     refused = client.post(
         "/reviewer/v1/sessions",
         data=b'{"owner": "bob"}',
@@ -206,7 +234,9 @@ def test_agent_names_an_owner_and_user_may_not(world: World, client):
     )
     assert refused.status_code == 403
     again = client.post(
-        "/reviewer/v1/sessions", data=b'{"id": "s-x"}', content_type="application/json",
+        "/reviewer/v1/sessions",
+        data=b'{"id": "s-x"}',
+        content_type="application/json",
         **bearer(world.agent_key),
     )
     assert again.status_code == 409

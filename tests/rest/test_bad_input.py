@@ -56,26 +56,51 @@ JSON_CASES = [
     ("source unknown", {**GOOD, "source": "human"}, 400, "invalid_source"),
     ("sessionId wrong type", {**GOOD, "sessionId": 7}, 400, "invalid_session_id"),
     ("unknown session", {**GOOD, "sessionId": "s-none"}, 404, "unknown_session"),
-    ("unknown session with contents", {**GOOD, "sessionId": "s-none", "contents": "x"}, 404, "unknown_session"),
+    (
+        "unknown session with contents",
+        {**GOOD, "sessionId": "s-none", "contents": "x"},
+        404,
+        "unknown_session",
+    ),
     ("schema violation", {"kind": "reviewed-pr", "data": {"verdict": 3}}, 400, "schema_invalid"),
     ("data with NUL", {"kind": "report", "data": {"a": "x\x00y"}}, 400, "invalid_data"),
     ("data key with NUL", {"kind": "report", "data": {"a\x00": 1}}, 400, "invalid_data"),
-    ("both contents", {**GOOD, "contents": "a", "contentsBase64": "YQ=="}, 400, "contents_conflict"),
+    (
+        "both contents",
+        {**GOOD, "contents": "a", "contentsBase64": "YQ=="},
+        400,
+        "contents_conflict",
+    ),
     ("contents wrong type", {**GOOD, "contents": 5}, 400, "invalid_contents"),
     ("invalid base64", {**GOOD, "contentsBase64": "not base64!"}, 400, "invalid_base64"),
     ("base64 wrong type", {**GOOD, "contentsBase64": [1]}, 400, "invalid_base64"),
-    ("contentType without contents", {**GOOD, "contentType": "text/plain"}, 400, "content_type_without_contents"),
-    ("contentType invalid", {**GOOD, "contents": "x", "contentType": "text\nplain"}, 400, "invalid_content_type"),
+    (
+        "contentType without contents",
+        {**GOOD, "contentType": "text/plain"},
+        400,
+        "content_type_without_contents",
+    ),
+    (
+        "contentType invalid",
+        {**GOOD, "contents": "x", "contentType": "text\nplain"},
+        400,
+        "invalid_content_type",
+    ),
     ("unknown field", {**GOOD, "sessionID": "s-alice"}, 400, "unknown_field"),
 ]
 
 
-@pytest.mark.parametrize(("name", "payload", "status", "code"), JSON_CASES, ids=[c[0] for c in JSON_CASES])
+@pytest.mark.parametrize(
+    ("name", "payload", "status", "code"), JSON_CASES, ids=[c[0] for c in JSON_CASES]
+)
 def test_tag_json_refusals_change_nothing(world: World, client, name, payload, status, code):
     before = snapshot()
     raw = payload if isinstance(payload, bytes) else orjson.dumps(payload)
     response = client.post(
-        "/reviewer/v1/artifacts", data=raw, content_type="application/json", **bearer(world.agent_key)
+        "/reviewer/v1/artifacts",
+        data=raw,
+        content_type="application/json",
+        **bearer(world.agent_key),
     )
     assert response.status_code == status, response.content
     assert envelope_of(response)["code"] == code
@@ -84,8 +109,10 @@ def test_tag_json_refusals_change_nothing(world: World, client, name, payload, s
 
 def test_schema_violation_lists_the_validator_errors(world: World, client):
     response = client.post(
-        "/reviewer/v1/artifacts", data=orjson.dumps({"kind": "reviewed-pr", "data": {}}),
-        content_type="application/json", **bearer(world.agent_key),
+        "/reviewer/v1/artifacts",
+        data=orjson.dumps({"kind": "reviewed-pr", "data": {}}),
+        content_type="application/json",
+        **bearer(world.agent_key),
     )
     error = envelope_of(response)
     assert error["code"] == "schema_invalid"
@@ -101,11 +128,16 @@ def test_oversize_data_body_and_content(world: World, client, settings):
         ({"kind": "report", "data": {"x": "y" * 200}}, "data_too_large"),
         ({"kind": "report", "data": {}, "contents": "z" * 2000}, "body_too_large"),
         ({"kind": "report", "data": {}, "contents": "z" * 51}, "content_too_large"),
-        ({"kind": "report", "data": {}, "contentsBase64": base64.b64encode(b"q" * 51).decode()}, "content_too_large"),
+        (
+            {"kind": "report", "data": {}, "contentsBase64": base64.b64encode(b"q" * 51).decode()},
+            "content_too_large",
+        ),
     ]
     for payload, code in cases:
         response = client.post(
-            "/reviewer/v1/artifacts", data=orjson.dumps(payload), content_type="application/json",
+            "/reviewer/v1/artifacts",
+            data=orjson.dumps(payload),
+            content_type="application/json",
             **bearer(world.agent_key),
         )
         assert response.status_code == 413, (code, response.content)
@@ -127,12 +159,24 @@ def test_oversize_data_body_and_content(world: World, client, settings):
 MULTIPART_CASES = [
     ("record missing", {"other": "x"}, 400, "record_required"),
     ("record not json", {"record": "{nope"}, 400, "malformed_json"),
-    ("record and contents field", {"record": orjson.dumps({**GOOD, "contents": "a"}).decode(), "file": True}, 400, "contents_conflict"),
-    ("record unknown kind", {"record": orjson.dumps({"kind": "zzz", "data": {}}).decode(), "file": True}, 400, "unknown_kind"),
+    (
+        "record and contents field",
+        {"record": orjson.dumps({**GOOD, "contents": "a"}).decode(), "file": True},
+        400,
+        "contents_conflict",
+    ),
+    (
+        "record unknown kind",
+        {"record": orjson.dumps({"kind": "zzz", "data": {}}).decode(), "file": True},
+        400,
+        "unknown_kind",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "fields", "status", "code"), MULTIPART_CASES, ids=[c[0] for c in MULTIPART_CASES])
+@pytest.mark.parametrize(
+    ("name", "fields", "status", "code"), MULTIPART_CASES, ids=[c[0] for c in MULTIPART_CASES]
+)
 def test_tag_multipart_refusals_change_nothing(world: World, client, name, fields, status, code):
     before = snapshot()
     data = dict(fields)
@@ -149,7 +193,9 @@ def test_tag_multipart_refusals_change_nothing(world: World, client, name, field
 def test_other_body_types_are_415(world: World, client):
     before = snapshot()
     response = client.post(
-        "/reviewer/v1/artifacts", data="kind=report", content_type="application/x-www-form-urlencoded",
+        "/reviewer/v1/artifacts",
+        data="kind=report",
+        content_type="application/x-www-form-urlencoded",
         **bearer(world.agent_key),
     )
     assert response.status_code == 415
@@ -207,7 +253,9 @@ def test_sessions_list_refuses_bad_cursors(world: World, client, cursor):
 def test_session_create_refusals_change_nothing(world: World, client, payload, status, code):
     before = snapshot()
     response = client.post(
-        "/reviewer/v1/sessions", data=orjson.dumps(payload), content_type="application/json",
+        "/reviewer/v1/sessions",
+        data=orjson.dumps(payload),
+        content_type="application/json",
         **bearer(world.agent_key),
     )
     assert response.status_code == status, response.content

@@ -15,13 +15,17 @@ from artifacts_app.rest.content import STREAM_CHUNK, blob_chunks
 from tests.rest.conftest import World, bearer, body
 
 
-def _upload(client, key: str, payload: bytes, *, name: str = "blob.bin", record: dict | None = None):
+def _upload(
+    client, key: str, payload: bytes, *, name: str = "blob.bin", record: dict | None = None
+):
     handle = io.BytesIO(payload)
     handle.name = name
     return client.post(
         "/reviewer/v1/artifacts",
         data={
-            "record": orjson.dumps(record or {"kind": "report", "key": key, "data": {"k": key}}).decode(),
+            "record": orjson.dumps(
+                record or {"kind": "report", "key": key, "data": {"k": key}}
+            ).decode(),
             "contents": handle,
         },
         **bearer(KEY[0]),
@@ -43,7 +47,11 @@ def test_multipart_5mib_round_trips_by_sha256(world: World, client, key):
     assert made.status_code == 201, made.content
     record = orjson.loads(made.content)
     digest = hashlib.sha256(payload).hexdigest()
-    assert record["content"] == {"size": len(payload), "contentType": "application/octet-stream", "sha256": digest}
+    assert record["content"] == {
+        "size": len(payload),
+        "contentType": "application/octet-stream",
+        "sha256": digest,
+    }
     got = client.get(f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(key))
     assert got.status_code == 200
     assert got.streaming  # never a whole-blob HttpResponse
@@ -61,7 +69,10 @@ def test_multipart_part_content_type_is_used_when_record_gives_none(world, clien
     made = _upload(client, "md", b"# hi", name="notes.md")
     assert orjson.loads(made.content)["content"]["contentType"].startswith("text/markdown")
     typed = _upload(
-        client, "typed", b"%PDF-", name="x.md",
+        client,
+        "typed",
+        b"%PDF-",
+        name="x.md",
         record={"kind": "report", "key": "typed", "data": {}, "contentType": "application/pdf"},
     )
     assert orjson.loads(typed.content)["content"]["contentType"] == "application/pdf"
@@ -83,7 +94,11 @@ def test_multipart_part_content_type_is_used_when_record_gives_none(world, clien
 )
 def test_headers_and_disposition(world: World, client, content_type, disposition):
     record = services.artifact_tag(
-        agent=world.agent, kind="report", key="c", data={}, contents=b"<svg onload=alert(1)>",
+        agent=world.agent,
+        kind="report",
+        key="c",
+        data={},
+        contents=b"<svg onload=alert(1)>",
         content_type=content_type,
     ).record
     got = client.get(f"/reviewer/v1/artifacts/{record.id}/content", **bearer(world.agent_key))
@@ -98,9 +113,15 @@ def test_headers_and_disposition(world: World, client, content_type, disposition
 
 
 def media_ext(content_type: str) -> str:
-    return {"text/plain": ".txt", "image/png": ".png", "application/pdf": ".pdf", "application/json": ".json",
-            "text/html": ".html", "image/svg+xml": ".svg", "text/markdown": ".md"}.get(
-        content_type.split(";")[0].lower(), ".bin")
+    return {
+        "text/plain": ".txt",
+        "image/png": ".png",
+        "application/pdf": ".pdf",
+        "application/json": ".json",
+        "text/html": ".html",
+        "image/svg+xml": ".svg",
+        "text/markdown": ".md",
+    }.get(content_type.split(";")[0].lower(), ".bin")
 
 
 @pytest.fixture
@@ -147,21 +168,27 @@ def test_range_beyond_end_is_416(world: World, client, ten, header):
 def test_if_none_match_is_304_and_if_range_stale_sends_all(world: World, client, ten):
     url = f"/reviewer/v1/artifacts/{ten.id}/content"
     etag = f'"{ten.content.sha256}"'
-    for header in (etag, f'W/{etag}', f'"nope", {etag}', "*"):
+    for header in (etag, f"W/{etag}", f'"nope", {etag}', "*"):
         got = client.get(url, HTTP_IF_NONE_MATCH=header, **bearer(world.agent_key))
         assert got.status_code == 304
         assert got["ETag"] == etag
         assert got.content == b""
         assert "Content-Type" not in got
-    assert client.get(url, HTTP_IF_NONE_MATCH='"other"', **bearer(world.agent_key)).status_code == 200
-    stale = client.get(url, HTTP_RANGE="bytes=0-1", HTTP_IF_RANGE='"old"', **bearer(world.agent_key))
+    assert (
+        client.get(url, HTTP_IF_NONE_MATCH='"other"', **bearer(world.agent_key)).status_code == 200
+    )
+    stale = client.get(
+        url, HTTP_RANGE="bytes=0-1", HTTP_IF_RANGE='"old"', **bearer(world.agent_key)
+    )
     assert stale.status_code == 200 and body(stale) == b"0123456789"
     fresh = client.get(url, HTTP_RANGE="bytes=0-1", HTTP_IF_RANGE=etag, **bearer(world.agent_key))
     assert fresh.status_code == 206 and body(fresh) == b"01"
 
 
 def test_record_without_content_is_404(world: World, client):
-    got = client.get(f"/reviewer/v1/artifacts/{world.loose_ids[0]}/content", **bearer(world.agent_key))
+    got = client.get(
+        f"/reviewer/v1/artifacts/{world.loose_ids[0]}/content", **bearer(world.agent_key)
+    )
     assert got.status_code == 404
     assert orjson.loads(got.content)["error"]["code"] == "no_content"
 
@@ -172,11 +199,13 @@ def test_empty_content(world: World, client):
     assert got.status_code == 200 and body(got) == b"" and got["Content-Length"] == "0"
 
 
-async def test_blob_chunks_is_an_async_generator_of_bounded_chunks(transactional_db, settings, tmp_path):
+async def test_blob_chunks_is_an_async_generator_of_bounded_chunks(
+    transactional_db, settings, tmp_path
+):
     from artifacts_app.blobs import blob_put
 
     payload = os.urandom(STREAM_CHUNK * 2 + 5)
-    # blob_put claims the blob's row (artifacts_app/blobgc.py): database work, so off the loop.
+    # blob_put claims the blob's row (artifacts_app/services/blobs.py): database work, so off the loop.
     stored = await sync_to_async(blob_put)(payload)
     sizes = []
     collected = bytearray()

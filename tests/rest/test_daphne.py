@@ -29,12 +29,21 @@ def served(tmp_path_factory):
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run(
-        [*manage, "create_agent_key", "reviewer"], cwd=ROOT, env=env, check=True,
-        capture_output=True, text=True,
-    ).stdout.strip().splitlines()[-1]
+    key = (
+        subprocess.run(
+            [*manage, "create_agent_key", "reviewer"],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        .stdout.strip()
+        .splitlines()[-1]
+    )
     with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
         yield server.base_url, key, server.process.pid
+
 
 def test_upload_and_streamed_download_under_daphne(served):
     base, key, _ = served
@@ -68,7 +77,9 @@ def test_upload_and_streamed_download_under_daphne(served):
 def test_unknown_route_is_the_envelope_with_debug_off(served):
     base, key, _ = served
     for method in ("GET", "POST", "DELETE"):
-        response = httpx.request(method, base + "/reviewer/v1/nothing", headers={"Authorization": f"Bearer {key}"})
+        response = httpx.request(
+            method, base + "/reviewer/v1/nothing", headers={"Authorization": f"Bearer {key}"}
+        )
         assert response.status_code == 404
         assert response.json()["error"]["code"] == "unknown_route"
     assert httpx.get(base + "/reviewer/v1/artifacts").json()["error"]["code"] == "not_authenticated"
@@ -92,10 +103,13 @@ def test_concurrent_requests_reuse_the_request_threads(served):
     def work(i: int) -> tuple[int, int]:
         with httpx.Client(base_url=base, timeout=30) as client:
             tagged = client.post(
-                "/reviewer/v1/artifacts", headers=headers,
+                "/reviewer/v1/artifacts",
+                headers=headers,
                 json={"kind": "report", "key": f"pool-{i}", "data": {"title": "t", "body": str(i)}},
             )
-            listed = client.get("/reviewer/v1/artifacts", params={"key": f"pool-{i}"}, headers=headers)
+            listed = client.get(
+                "/reviewer/v1/artifacts", params={"key": f"pool-{i}"}, headers=headers
+            )
             return tagged.status_code, len(listed.json()["results"])
 
     rounds = []

@@ -27,7 +27,11 @@ def _nested(depth: int) -> object:
 
 UNSTORABLE = [
     ("float standing for a huge integer", b'{"kind": "report", "data": {"n": 1e20}}', "data.n"),
-    ("integer past 64 bits (parsed as a float)", b'{"kind": "report", "data": 18446744073709551616}', "data"),
+    (
+        "integer past 64 bits (parsed as a float)",
+        b'{"kind": "report", "data": 18446744073709551616}',
+        "data",
+    ),
     ("integer 2**63", b'{"kind": "report", "data": {"a": [1, 9223372036854775808]}}', "data.a[1]"),
     ("negative past 64 bits", b'{"kind": "report", "data": {"n": -9223372036854775809}}', "data.n"),
     ("NUL in a nested value", b'{"kind": "report", "data": {"x": {"y": "a\\u0000"}}}', "data.x.y"),
@@ -40,7 +44,10 @@ UNSTORABLE = [
 def test_rest_tag_refuses_values_a_database_cannot_hold(world: World, client, name, raw, path):
     before = snapshot()
     response = client.post(
-        "/reviewer/v1/artifacts", data=raw, content_type="application/json", **bearer(world.agent_key)
+        "/reviewer/v1/artifacts",
+        data=raw,
+        content_type="application/json",
+        **bearer(world.agent_key),
     )
     assert response.status_code == 400, response.content
     error = envelope_of(response)
@@ -53,7 +60,15 @@ def test_rest_tag_refuses_values_a_database_cannot_hold(world: World, client, na
 
 @pytest.mark.parametrize(
     "data",
-    [2**63 - 1, -(2**63), 9.2e18, 1.5, -0.0, {"n": [True, None, "é", "\u2028"]}, _nested(MAX_DEPTH)],
+    [
+        2**63 - 1,
+        -(2**63),
+        9.2e18,
+        1.5,
+        -0.0,
+        {"n": [True, None, "é", "\u2028"]},
+        _nested(MAX_DEPTH),
+    ],
 )
 def test_values_both_databases_hold_are_stored_and_read_back(world: World, client, data):
     response = client.post(
@@ -80,7 +95,9 @@ def test_multipart_record_goes_through_the_same_door(world: World, client):
     assert response.status_code == 400
     assert envelope_of(response)["details"] == {"field": "data", "path": "data.n"}
     response = client.post(
-        "/reviewer/v1/artifacts", data={"record": '{"kind": "report", "data": NaN}'}, **bearer(world.agent_key)
+        "/reviewer/v1/artifacts",
+        data={"record": '{"kind": "report", "data": NaN}'},
+        **bearer(world.agent_key),
     )
     assert envelope_of(response) == {
         **envelope_of(response),
@@ -217,18 +234,26 @@ def _cursor(raw: str) -> str:
     ["0001-01-01T00:00:00+23:59|art_x", "9999-12-31T23:59:59-23:59|art_x"],
 )
 def test_list_cursor_with_an_out_of_range_date_is_400(world: World, client, raw):
-    response = client.get(f"/reviewer/v1/artifacts?cursor={_cursor(raw)}", **bearer(world.agent_key))
+    response = client.get(
+        f"/reviewer/v1/artifacts?cursor={_cursor(raw)}", **bearer(world.agent_key)
+    )
     assert response.status_code == 400, response.content
     assert envelope_of(response)["code"] == "invalid_cursor"
 
 
 @pytest.mark.parametrize(
     ("header", "status"),
-    [("bytes=" + "9" * 5000 + "-", 416), ("bytes=0-" + "9" * 5000, 206), ("bytes=-" + "9" * 5000, 206)],
+    [
+        ("bytes=" + "9" * 5000 + "-", 416),
+        ("bytes=0-" + "9" * 5000, 206),
+        ("bytes=-" + "9" * 5000, 206),
+    ],
 )
 def test_range_with_a_5000_digit_number(world: World, client, header, status):
     response = client.get(
-        f"/reviewer/v1/artifacts/{world.content_id}/content", HTTP_RANGE=header, **bearer(world.agent_key)
+        f"/reviewer/v1/artifacts/{world.content_id}/content",
+        HTTP_RANGE=header,
+        **bearer(world.agent_key),
     )
     assert response.status_code == status
 
@@ -254,7 +279,9 @@ def test_a_wrong_host_on_the_api_answers_the_envelope(world: World):
     assert envelope_of(response)["code"] == "invalid_host"
 
 
-@pytest.mark.parametrize("url", ["/reviewer/v1/artifacts", "/reviewer/v1/sessions", "/reviewer/v1/artifacts/kinds"])
+@pytest.mark.parametrize(
+    "url", ["/reviewer/v1/artifacts", "/reviewer/v1/sessions", "/reviewer/v1/artifacts/kinds"]
+)
 @pytest.mark.parametrize("method", ["options", "head"])
 def test_options_and_head_need_credentials_like_get(world: World, client, url, method):
     response = getattr(client, method)(url)

@@ -23,7 +23,16 @@ from tests.consumers.conftest import connect
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-ESCAPES = ["\\u0000", "\\ud800", "\\udfff", "\\ud83d\\ude00", "\\ude00\\ud83d", "\\n", '\\"', "\\\\"]
+ESCAPES = [
+    "\\u0000",
+    "\\ud800",
+    "\\udfff",
+    "\\ud83d\\ude00",
+    "\\ude00\\ud83d",
+    "\\n",
+    '\\"',
+    "\\\\",
+]
 
 
 def _string() -> st.SearchStrategy[str]:
@@ -94,7 +103,9 @@ OPTIONAL_TEXT = st.one_of(st.none(), st.none(), SAFE_TEXT, SAFE_TEXT, _string())
 @st.composite
 def tag_bodies(draw: st.DrawFn) -> bytes:
     fields = {
-        "kind": draw(st.sampled_from(['"report"', '"report"', '"report"', '"reviewed-pr"', '"nope"', "5"])),
+        "kind": draw(
+            st.sampled_from(['"report"', '"report"', '"report"', '"reviewed-pr"', '"nope"', "5"])
+        ),
         "data": draw(DATA),
     }
     for name in ("key", "title", "turnId"):
@@ -107,14 +118,18 @@ def tag_bodies(draw: st.DrawFn) -> bytes:
         fields["contents"] = draw(st.one_of(SAFE_TEXT, _string()))
         if draw(st.booleans()):
             fields["contentType"] = draw(
-                st.sampled_from(['"text/plain"', '"text/plain;,text/html"', '"image/png"', '"a\\u0000/b"'])
+                st.sampled_from(
+                    ['"text/plain"', '"text/plain;,text/html"', '"image/png"', '"a\\u0000/b"']
+                )
             )
     return ("{" + ",".join(f'"{k}":{v}' for k, v in fields.items()) + "}").encode()
 
 
 @st.composite
 def tool_bodies(draw: st.DrawFn) -> bytes:
-    artifact = "{" + f'"kind":"report","key":{draw(OPTIONAL_TEXT) or "null"},"data":{draw(DATA)}' + "}"
+    artifact = (
+        "{" + f'"kind":"report","key":{draw(OPTIONAL_TEXT) or "null"},"data":{draw(DATA)}' + "}"
+    )
     call = '{"artifact":' + artifact + "}"
     if draw(st.booleans()):
         return ('{"input":' + call + "}").encode()
@@ -130,13 +145,17 @@ def session_bodies(draw: st.DrawFn) -> bytes:
         )
         fields.append('"id":' + draw(st.one_of(valid, valid, _string(), NUMBERS)))
     if draw(st.booleans()):
-        fields.append('"owner":' + draw(st.one_of(_string(), st.just('"alice"'), st.just("null"), NUMBERS)))
+        fields.append(
+            '"owner":' + draw(st.one_of(_string(), st.just('"alice"'), st.just("null"), NUMBERS))
+        )
     return ("{" + ",".join(fields) + "}").encode()
 
 
 @pytest.fixture
 def door(transactional_db, django_user_model):
-    agent = Agent.objects.get_or_create(slug="reviewer", defaults={"module": "agent_site.agents.reviewer"})[0]
+    agent = Agent.objects.get_or_create(
+        slug="reviewer", defaults={"module": "agent_site.agents.reviewer"}
+    )[0]
     django_user_model.objects.create_user("alice", password="alice-pw-123")
     services.session_create(agent=agent, sid="s-prop")
     key = services.agent_key_create(agent=agent)[1]
@@ -182,7 +201,9 @@ def _still_answers(door: dict, record: dict) -> None:
     events = async_to_sync(_replay)(door["key"], "/reviewer/v1/events")
     assert [e["seq"] for e in events] == list(range(1, last_seq + 1))
     if record["sessionId"]:
-        session = async_to_sync(_replay)(door["key"], f"/reviewer/v1/sessions/{record['sessionId']}/events")
+        session = async_to_sync(_replay)(
+            door["key"], f"/reviewer/v1/sessions/{record['sessionId']}/events"
+        )
         assert any(e["record"]["id"] == record["id"] for e in session)
 
 
@@ -190,14 +211,20 @@ SETTINGS = settings(
     max_examples=100,
     deadline=None,
     derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
 )
 
 
 @SETTINGS
 @given(body=tag_bodies())
 def test_generated_tag_bodies(door, body):
-    response = Client().post("/reviewer/v1/artifacts", data=body, content_type="application/json", **door["auth"])
+    response = Client().post(
+        "/reviewer/v1/artifacts", data=body, content_type="application/json", **door["auth"]
+    )
     record = _answer(response)
     if record is not None:
         _still_answers(door, record)
@@ -207,7 +234,10 @@ def test_generated_tag_bodies(door, body):
 @given(body=tool_bodies())
 def test_generated_tool_calls_as_object_and_as_json_text(door, body):
     response = Client().post(
-        "/reviewer/v1/tools/tag_artifact", data=body, content_type="application/json", **door["auth"]
+        "/reviewer/v1/tools/tag_artifact",
+        data=body,
+        content_type="application/json",
+        **door["auth"],
     )
     record = _answer(response)
     if record is not None:
@@ -219,7 +249,9 @@ def test_generated_tool_calls_as_object_and_as_json_text(door, body):
 @given(body=session_bodies())
 def test_generated_session_bodies(door, body):
     client = Client()
-    response = client.post("/reviewer/v1/sessions", data=body, content_type="application/json", **door["auth"])
+    response = client.post(
+        "/reviewer/v1/sessions", data=body, content_type="application/json", **door["auth"]
+    )
     session = _answer(response)
     listed = client.get("/reviewer/v1/sessions?limit=500", **door["auth"])
     assert listed.status_code == 200

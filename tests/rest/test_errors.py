@@ -47,7 +47,7 @@ def test_bugs_stay_500():
 def test_malformed_multipart_is_the_envelope(world: World, client):
     response = client.post(
         "/reviewer/v1/artifacts",
-        data=b"--x\r\nContent-Disposition: form-data; name=\"record\"\r\n\r\n{}",
+        data=b'--x\r\nContent-Disposition: form-data; name="record"\r\n\r\n{}',
         content_type="multipart/form-data; boundary=",
         **bearer(world.agent_key),
     )

@@ -14,7 +14,10 @@ from tests.rest.test_bad_input import envelope_of, snapshot
 def _tag(client, world: World, **fields):
     body = {"kind": "report", "data": {}, "contents": "<h1>hi</h1>", **fields}
     return client.post(
-        "/reviewer/v1/artifacts", data=orjson.dumps(body), content_type="application/json", **bearer(world.agent_key)
+        "/reviewer/v1/artifacts",
+        data=orjson.dumps(body),
+        content_type="application/json",
+        **bearer(world.agent_key),
     )
 
 
@@ -28,7 +31,7 @@ def _tag(client, world: World, **fields):
         "text/plain; charset",
         "text/plain;;",
         "text/plain\n",
-        "text/plain; x=\"a\nb\"",
+        'text/plain; x="a\nb"',
         "text",
         "/html",
         "text/pl ain",
@@ -37,7 +40,9 @@ def _tag(client, world: World, **fields):
         "t/" + "x" * 300,
     ],
 )
-def test_a_content_type_that_is_not_exactly_one_media_type_is_400(world: World, client, content_type):
+def test_a_content_type_that_is_not_exactly_one_media_type_is_400(
+    world: World, client, content_type
+):
     before = snapshot()
     response = _tag(client, world, contentType=content_type)
     assert response.status_code == 400, response.content
@@ -61,12 +66,16 @@ def test_a_content_type_that_is_not_exactly_one_media_type_is_400(world: World, 
         ('application/x-thing; name="a b"', 'application/x-thing; name="a b"', False),
     ],
 )
-def test_types_are_stored_as_parsed_and_inline_only_on_the_safe_list(world: World, client, given, stored, inline):
+def test_types_are_stored_as_parsed_and_inline_only_on_the_safe_list(
+    world: World, client, given, stored, inline
+):
     response = _tag(client, world, contentType=given, key=f"https://x/reports/{len(given)}")
     assert response.status_code == 201, response.content
     record = orjson.loads(response.content)
     assert record["content"]["contentType"] == stored
-    content = client.get(f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key))
+    content = client.get(
+        f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key)
+    )
     assert content["Content-Type"] == stored
     disposition = content["Content-Disposition"]
     assert disposition.startswith("inline;" if inline else "attachment;")
@@ -86,14 +95,20 @@ def test_types_are_stored_as_parsed_and_inline_only_on_the_safe_list(world: Worl
 )
 def test_downloads_carry_a_filename(world: World, client, fields, filename):
     record = orjson.loads(_tag(client, world, **fields).content)
-    content = client.get(f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key))
+    content = client.get(
+        f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key)
+    )
     expected = filename or f"{record['id']}.bin"
     assert f'filename="{expected}"' in content["Content-Disposition"]
 
 
 def test_a_non_ascii_filename_goes_in_filename_star(world: World, client):
-    record = orjson.loads(_tag(client, world, key="docs/résumé", contentType="application/pdf").content)
-    content = client.get(f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key))
+    record = orjson.loads(
+        _tag(client, world, key="docs/résumé", contentType="application/pdf").content
+    )
+    content = client.get(
+        f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key)
+    )
     assert content["Content-Disposition"] == (
         "inline; filename=\"rsum.pdf\"; filename*=UTF-8''r%C3%A9sum%C3%A9.pdf"
     )
@@ -102,7 +117,9 @@ def test_a_non_ascii_filename_goes_in_filename_star(world: World, client):
 def test_a_type_stored_before_parsing_is_served_as_bytes_to_download(world: World, client):
     record = orjson.loads(_tag(client, world, contentType="text/plain").content)
     Artifact.objects.filter(pk=record["id"]).update(content_type="text/plain;,text/html")
-    content = client.get(f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key))
+    content = client.get(
+        f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key)
+    )
     assert content["Content-Type"] == "application/octet-stream"
     assert content["Content-Disposition"].startswith("attachment;")
 
@@ -134,11 +151,22 @@ CLOSE = b"\r\n--xyz--\r\n"
         ("multipart/form-data; boundary=", RECORD + FILE + CLOSE),
         ("multipart/form-data; boundary=" + "b" * 71, RECORD + FILE + CLOSE),
     ],
-    ids=["truncated", "no closing dashes", "wrong boundary", "no boundary", "empty boundary", "boundary too long"],
+    ids=[
+        "truncated",
+        "no closing dashes",
+        "wrong boundary",
+        "no boundary",
+        "empty boundary",
+        "boundary too long",
+    ],
 )
-def test_broken_multipart_bodies_are_refused_with_the_envelope(world: World, client, content_type, raw):
+def test_broken_multipart_bodies_are_refused_with_the_envelope(
+    world: World, client, content_type, raw
+):
     before = snapshot()
-    response = client.post("/reviewer/v1/artifacts", data=raw, content_type=content_type, **bearer(world.agent_key))
+    response = client.post(
+        "/reviewer/v1/artifacts", data=raw, content_type=content_type, **bearer(world.agent_key)
+    )
     assert response.status_code == 400, response.content
     assert envelope_of(response)["code"] == "malformed_multipart"
     assert snapshot() == before
@@ -164,10 +192,15 @@ def test_a_file_parts_content_type_is_parsed_too(world: World, client):
         + CLOSE
     )
     response = client.post(
-        "/reviewer/v1/artifacts", data=raw, content_type="multipart/form-data; boundary=xyz", **bearer(world.agent_key)
+        "/reviewer/v1/artifacts",
+        data=raw,
+        content_type="multipart/form-data; boundary=xyz",
+        **bearer(world.agent_key),
     )
     assert response.status_code == 201, response.content
     record = orjson.loads(response.content)
     assert record["content"]["contentType"] == "text/plain"
-    content = client.get(f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key))
+    content = client.get(
+        f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key)
+    )
     assert content["Content-Type"] == "text/plain"

@@ -31,7 +31,9 @@ def test_schema_describes_every_route_with_its_errors(world: World, client):
             assert body == {"$ref": "#/components/schemas/Error"}
         assert operation.get("summary")
     assert schema["components"]["securitySchemes"]["bearerAuth"] == {
-        "type": "http", "scheme": "bearer", "description": "An agent key (aak_…) or a user token (aau_…).",
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An agent key (aak_…) or a user token (aau_…).",
     }
     tag = paths["/{slug}/v1/artifacts"]["post"]["requestBody"]["content"]
     assert set(tag) == {"application/json", "multipart/form-data"}
@@ -93,15 +95,26 @@ def test_schemathesis_no_5xx_and_responses_match_the_schema(world: World, client
                 if parameter["in"] == "path" and parameter["name"] == "slug":
                     parameter["schema"] = {"type": "string", "enum": ["reviewer"]}
                 if parameter["in"] == "path" and parameter["name"] == "artifact_id":
-                    parameter["schema"] = {"type": "string", "enum": [world.content_id, world.loose_ids[0], "art_missing"]}
+                    parameter["schema"] = {
+                        "type": "string",
+                        "enum": [world.content_id, world.loose_ids[0], "art_missing"],
+                    }
                 if parameter["in"] == "path" and parameter["name"] == "session_id":
-                    parameter["schema"] = {"type": "string", "enum": [world.alice_session, "s-none"]}
+                    parameter["schema"] = {
+                        "type": "string",
+                        "enum": [world.alice_session, "s-none"],
+                    }
     schema = schemathesis.from_dict(
         raw,
         app=get_wsgi_application(),
         data_generation_methods=[DataGenerationMethod.positive, DataGenerationMethod.negative],
     )
-    checks = (not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance)
+    checks = (
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+    )
     statuses: list[int] = []
     with keep_connection():
         # The agent's key reaches every write; a user's token exercises the 403s and the filters.

@@ -10,8 +10,14 @@ from artifacts_app.models import Agent, Artifact
 from tests.rest.conftest import bearer
 
 URL = "/reviewer/v1/tools/tag_artifact"
-CALL = {"artifact": {"kind": "reviewed-pr", "key": "https://x/pull/1", "title": None,
-                     "data": {"url": "https://x/pull/1", "verdict": None}}}
+CALL = {
+    "artifact": {
+        "kind": "reviewed-pr",
+        "key": "https://x/pull/1",
+        "title": None,
+        "data": {"url": "https://x/pull/1", "verdict": None},
+    }
+}
 
 
 @pytest.fixture
@@ -20,7 +26,9 @@ def key(reviewer) -> str:
 
 
 def post(client, body, token, url=URL):
-    return client.post(url, data=orjson.dumps(body), content_type="application/json", **bearer(token))
+    return client.post(
+        url, data=orjson.dumps(body), content_type="application/json", **bearer(token)
+    )
 
 
 @pytest.mark.parametrize(
@@ -81,7 +89,10 @@ def test_openai_arguments_as_a_json_string_are_accepted(client, key):
         ({}, "input"),
         ({"input": {}}, "artifact"),
         ({"input": {"artifact": {**CALL["artifact"], "kind": "nope"}}}, "artifact.kind"),
-        ({"input": {"artifact": {**CALL["artifact"], "data": {"verdict": "x"}}}}, "artifact.data.url"),
+        (
+            {"input": {"artifact": {**CALL["artifact"], "data": {"verdict": "x"}}}},
+            "artifact.data.url",
+        ),
         ({"input": {"artifact": {**CALL["artifact"], "key": "k" * 2000}}}, "artifact.key"),
     ],
 )

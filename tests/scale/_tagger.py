@@ -15,7 +15,12 @@ def main() -> None:
     django.setup()
     from artifacts_app import services
 
-    slug, worker, count, start_at = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+    slug, worker, count, start_at = (
+        sys.argv[1],
+        int(sys.argv[2]),
+        int(sys.argv[3]),
+        float(sys.argv[4]),
+    )
     time.sleep(max(0.0, start_at - time.time()))
     for i in range(count):
         key = "shared" if i % 2 == 0 else f"p{worker}-{i}"

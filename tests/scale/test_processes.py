@@ -13,7 +13,7 @@ from channels.layers import get_channel_layer
 from django.db import connection
 
 from artifacts_app import services
-from artifacts_app.events import agent_group
+from artifacts_app.fanout import agent_group
 from artifacts_app.models import Agent, Artifact, Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,9 +42,17 @@ def test_four_processes_tagging_one_agent_stay_exact_and_lose_no_event():
         start_at = time.time() + 4
         procs = [
             await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "tests.scale._tagger", agent.slug, str(n), str(TAGS),
-                str(start_at), cwd=ROOT, env=env,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                sys.executable,
+                "-m",
+                "tests.scale._tagger",
+                agent.slug,
+                str(n),
+                str(TAGS),
+                str(start_at),
+                cwd=ROOT,
+                env=env,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
             )
             for n in range(PROCESSES)
         ]

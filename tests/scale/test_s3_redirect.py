@@ -14,7 +14,11 @@ def test_content_redirects_to_a_presigned_url_with_the_records_headers(db, setti
     agent = services.agent_create(slug="s3-redirect", max_artifacts=10)
     _, key = services.agent_key_create(agent=agent)
     record = services.artifact_tag(
-        agent=agent, kind="report", data={}, contents=b"# hello\n" * 100, content_type="text/markdown"
+        agent=agent,
+        kind="report",
+        data={},
+        contents=b"# hello\n" * 100,
+        content_type="text/markdown",
     ).record
     auth = {"HTTP_AUTHORIZATION": f"Bearer {key}"}
     url = f"/s3-redirect/v1/artifacts/{record.id}/content"

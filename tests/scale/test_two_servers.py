@@ -49,9 +49,11 @@ def test_tag_through_one_process_download_and_event_through_the_other(two_server
             async with httpx.AsyncClient(headers=auth, timeout=30) as client:
                 response = await client.post(
                     f"http://127.0.0.1:{port_a}/e2e-two/v1/artifacts",
-                    data={"record": json.dumps(
-                        {"kind": "report", "key": "big", "data": {"n": 1}, "sessionId": "s-e2e"}
-                    )},
+                    data={
+                        "record": json.dumps(
+                            {"kind": "report", "key": "big", "data": {"n": 1}, "sessionId": "s-e2e"}
+                        )
+                    },
                     files={"contents": ("r.bin", blob, "application/octet-stream")},
                 )
                 assert response.status_code == 201, response.text

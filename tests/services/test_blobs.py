@@ -10,7 +10,7 @@ from artifacts_app import blobs
 from artifacts_app.errors import TooLargeError
 from tests.conftest import blob_files
 
-# blob_put claims the blob's row before storing it (artifacts_app/blobgc.py).
+# blob_put claims the blob's row before storing it (artifacts_app/services/blobs.py).
 pytestmark = pytest.mark.django_db
 
 

@@ -11,7 +11,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.db import transaction
 
-from artifacts_app import events, fanout, services
+from artifacts_app import fanout, services
 from artifacts_app.models import Artifact, Event
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -163,9 +163,9 @@ async def test_delete_and_eviction_events_reach_the_session(alice):
 @pytest.mark.scale
 async def test_one_layer_message_per_transaction_survives_msgpack(freeform):
     """With Redis: the publisher thread sends ONE batch to the agent's group; msgpack keeps it."""
-    layer = events.new_layer()
+    layer = fanout.new_layer()
     channel = await layer.new_channel("test.")
-    await layer.group_add(events.agent_group(freeform.pk), channel)
+    await layer.group_add(fanout.agent_group(freeform.pk), channel)
     try:
         await database_sync_to_async(services.artifacts_delete)(agent=freeform, ids=["none"])
         record = (
@@ -174,7 +174,7 @@ async def test_one_layer_message_per_transaction_survives_msgpack(freeform):
             )
         ).record
         message = await asyncio.wait_for(layer.receive(channel), 5)
-        assert message["type"] == events.BATCH and message["agent"] == freeform.pk
+        assert message["type"] == fanout.BATCH and message["agent"] == freeform.pk
         (event,) = message["events"]
         assert event["record"]["id"] == record.id
         assert event["record"]["data"] == {"n": [1, 2.5, None, {"x": "y"}]}
@@ -184,7 +184,7 @@ async def test_one_layer_message_per_transaction_survives_msgpack(freeform):
         )()
         assert event == stored
     finally:
-        await layer.group_discard(events.agent_group(freeform.pk), channel)
+        await layer.group_discard(fanout.agent_group(freeform.pk), channel)
 
 
 @pytest.mark.scale
@@ -192,7 +192,7 @@ async def test_a_receive_waits_past_the_redis_clients_read_timeout():
     """redis-py 8 reads with a 5 s socket timeout by default, as long as channels_redis's BZPOPMIN
     blocks: an idle receive() failed with "Timeout reading from …" (channels_redis#422). The
     settings give the layer a longer socket timeout; a message 7 s later still arrives."""
-    layer = events.new_layer()
+    layer = fanout.new_layer()
     channel = await layer.new_channel("test.")
     waiting = asyncio.ensure_future(layer.receive(channel))
     try:

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management import call_command
 
-from artifacts_app import registry
+from artifacts_app import registry, services
 from artifacts_app.models import Agent
 
 
@@ -31,10 +34,24 @@ def test_demo_agent_is_declared_as_api_md_shows():
 
 
 def test_declared_agents_exist_after_migrate(db):
-    # pytest-django ran migrate; post_migrate made the rows for the settings of that moment.
+    # pytest-django ran migrate (ours: Django's, then the declared agents' step).
     assert Agent.objects.filter(slug="reviewer", module="agent_site.agents.reviewer").exists()
-    registry.sync_declared_agents()
+    services.agents_sync_declared()
     assert Agent.objects.get(slug="strict").max_artifacts == 5
+
+
+def test_migrate_makes_and_updates_declared_agents(db):
+    Agent.objects.filter(slug="strict").delete()
+    Agent.objects.filter(slug="reviewer").update(max_artifacts=3)
+    call_command("migrate", verbosity=0)
+    assert Agent.objects.get(slug="strict").max_artifacts == 5
+    assert Agent.objects.get(slug="reviewer").max_artifacts == 1000
+
+
+def test_migrate_plan_changes_nothing(db):
+    Agent.objects.filter(slug="strict").delete()
+    call_command("migrate", plan=True, stdout=io.StringIO())
+    assert not Agent.objects.filter(slug="strict").exists()
 
 
 def _run_checks() -> list[checks.CheckMessage]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import io
-import time
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from artifacts_app import blobs, services
 from artifacts_app.errors import ArtifactError, NotFoundError, TooLargeError
@@ -28,9 +29,12 @@ def state(agent: Agent) -> tuple:
     )
 
 
-def test_same_key_keeps_id_and_created_at_and_moves_updated_at(reviewer):
+def test_same_key_keeps_id_and_created_at_and_moves_updated_at(reviewer, monkeypatch):
+    # A clock that moves 1 ms per reading: the re-tag is later whatever the machine's load.
+    start = timezone.now()
+    ticks = iter(range(1, 1000))
+    monkeypatch.setattr(timezone, "now", lambda: start + timedelta(milliseconds=next(ticks)))
     first = services.artifact_tag(agent=reviewer, kind="report", key="k1", data={"v": 1})
-    time.sleep(0.002)
     second = services.artifact_tag(agent=reviewer, kind="report", key="k1", data={"v": 2})
     assert first.created and not second.created
     assert first.record.id == second.record.id == services.keyed_id("reviewer", "k1")

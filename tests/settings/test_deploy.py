@@ -14,12 +14,22 @@ import pytest
 from django.test import Client, override_settings
 
 ROOT = Path(__file__).resolve().parents[2]
-DROP = {"DATABASE_URL", "REDIS_URL", "ARTIFACTS_PROFILE", "ARTIFACTS_STORAGE", "ARTIFACTS_PROCESSES"}
+DROP = {
+    "DATABASE_URL",
+    "REDIS_URL",
+    "ARTIFACTS_PROFILE",
+    "ARTIFACTS_STORAGE",
+    "ARTIFACTS_PROCESSES",
+}
 
 
 def production_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     """The HTTPS part of docs/operations.md "Production settings", as written there."""
-    base = {k: v for k, v in os.environ.items() if k not in DROP and not k.startswith(("DJANGO_", "ARTIFACTS_"))}
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in DROP and not k.startswith(("DJANGO_", "ARTIFACTS_"))
+    }
     return {
         **base,
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
@@ -43,7 +53,9 @@ def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_check_deploy_is_clean_with_the_documented_production_environment(tmp_path):
-    done = run(production_env(tmp_path), "manage.py", "check", "--deploy", "--fail-level", "WARNING")
+    done = run(
+        production_env(tmp_path), "manage.py", "check", "--deploy", "--fail-level", "WARNING"
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "no issues" in done.stdout
 
@@ -54,7 +66,10 @@ def test_without_them_check_deploy_warns(tmp_path):
         env.pop(name)
     done = run(env, "manage.py", "check", "--deploy", "--fail-level", "WARNING")
     assert done.returncode != 0
-    assert "security.W004" in done.stderr + done.stdout and "security.W008" in done.stderr + done.stdout
+    assert (
+        "security.W004" in done.stderr + done.stdout
+        and "security.W008" in done.stderr + done.stdout
+    )
 
 
 SHOW = (
@@ -68,10 +83,22 @@ SHOW = (
     ("extra", "expected"),
     [
         ({}, [True, True, True, 31536000, ["HTTP_X_FORWARDED_PROTO", "https"]]),
-        ({"ARTIFACTS_BEHIND_PROXY": "0", "DJANGO_SECURE_SSL_REDIRECT": "0", "DJANGO_HSTS_SECONDS": "0"},
-         [True, True, False, 0, None]),
-        ({"DJANGO_SECURE_COOKIES": "0"}, [False, False, True, 31536000, ["HTTP_X_FORWARDED_PROTO", "https"]]),
-        ({"DJANGO_DEBUG": "1"}, [False, False, True, 31536000, ["HTTP_X_FORWARDED_PROTO", "https"]]),
+        (
+            {
+                "ARTIFACTS_BEHIND_PROXY": "0",
+                "DJANGO_SECURE_SSL_REDIRECT": "0",
+                "DJANGO_HSTS_SECONDS": "0",
+            },
+            [True, True, False, 0, None],
+        ),
+        (
+            {"DJANGO_SECURE_COOKIES": "0"},
+            [False, False, True, 31536000, ["HTTP_X_FORWARDED_PROTO", "https"]],
+        ),
+        (
+            {"DJANGO_DEBUG": "1"},
+            [False, False, True, 31536000, ["HTTP_X_FORWARDED_PROTO", "https"]],
+        ),
     ],
 )
 def test_settings_follow_the_environment(tmp_path, extra, expected):

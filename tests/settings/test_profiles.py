@@ -17,16 +17,25 @@ from artifacts_app import blobs, checks
 
 ROOT = Path(__file__).resolve().parents[2]
 SCALE_VARS = (
-    "DATABASE_URL", "REDIS_URL", "ARTIFACTS_STORAGE", "ARTIFACTS_S3_BUCKET",
-    "ARTIFACTS_S3_ENDPOINT_URL", "ARTIFACTS_S3_REDIRECT", "ARTIFACTS_PROCESSES",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "ARTIFACTS_STORAGE",
+    "ARTIFACTS_S3_BUCKET",
+    "ARTIFACTS_S3_ENDPOINT_URL",
+    "ARTIFACTS_S3_REDIRECT",
+    "ARTIFACTS_PROCESSES",
 )
 
 
 def settings_with(**env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in SCALE_VARS}
     return subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from django.conf import settings;"
-         " print(settings.STORAGES['artifacts']['BACKEND'])"],
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from django.conf import settings;"
+            " print(settings.STORAGES['artifacts']['BACKEND'])",
+        ],
         cwd=ROOT,
         env={**base, "DJANGO_SETTINGS_MODULE": "agent_site.settings", **env},
         capture_output=True,
@@ -41,8 +50,11 @@ def settings_with(**env: str) -> subprocess.CompletedProcess[str]:
         ({"ARTIFACTS_STORAGE": "s3"}, "needs ARTIFACTS_S3_BUCKET"),
         ({"ARTIFACTS_STORAGE": "ftp"}, "ARTIFACTS_STORAGE is 'local' or 's3'"),
         (
-            {"ARTIFACTS_STORAGE": "s3", "ARTIFACTS_S3_BUCKET": "b",
-             "ARTIFACTS_S3_ENDPOINT_URL": "minio:9000"},
+            {
+                "ARTIFACTS_STORAGE": "s3",
+                "ARTIFACTS_S3_BUCKET": "b",
+                "ARTIFACTS_S3_ENDPOINT_URL": "minio:9000",
+            },
             "must start with http",
         ),
         ({"ARTIFACTS_S3_REDIRECT": "1"}, "needs ARTIFACTS_STORAGE=s3"),
@@ -71,8 +83,12 @@ def test_commands_and_the_server_refuse_bad_settings_with_a_sentence(command):
         ({"ARTIFACTS_STORAGE": "ftp"}, "ARTIFACTS_STORAGE is 'local' or 's3'"),
     ):
         proc = subprocess.run(
-            command, cwd=ROOT, env={**base, "DJANGO_SETTINGS_MODULE": "agent_site.settings", **env},
-            capture_output=True, text=True, timeout=60,
+            command,
+            cwd=ROOT,
+            env={**base, "DJANGO_SETTINGS_MODULE": "agent_site.settings", **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
         )
         assert proc.returncode != 0
         assert fragment in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

@@ -22,7 +22,17 @@ OPENAI_KEYWORDS = {
     "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "multipleOf", "minItems", "maxItems",
 }  # fmt: skip
-OPENAI_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+OPENAI_FORMATS = {
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+}
 NAME_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 
@@ -90,8 +100,12 @@ def openai_strict_problems(tool: dict[str, Any]) -> list[str]:
         if depth > 10:
             problems.append(f"{path}: more than 10 levels of nesting")
         ref = node.get("$ref")
-        if ref is not None and ref != "#" and not (
-            ref.startswith("#/$defs/") and ref.split("/")[-1] in (schema.get("$defs") or {})
+        if (
+            ref is not None
+            and ref != "#"
+            and not (
+                ref.startswith("#/$defs/") and ref.split("/")[-1] in (schema.get("$defs") or {})
+            )
         ):
             problems.append(f"{path}: $ref {ref} does not resolve in the root's $defs")
     if total_props > 5000:
@@ -103,7 +117,9 @@ def anthropic_problems(tool: dict[str, Any]) -> list[str]:
     """Why Anthropic would refuse this tool definition ([] = none)."""
     problems = []
     if set(tool) - {"name", "description", "input_schema", "cache_control"}:
-        problems.append(f"unknown fields {sorted(set(tool) - {'name', 'description', 'input_schema'})}")
+        problems.append(
+            f"unknown fields {sorted(set(tool) - {'name', 'description', 'input_schema'})}"
+        )
     if not NAME_RE.match(tool.get("name", "")):
         problems.append("bad name")
     if not isinstance(tool.get("description"), str) or not tool["description"].strip():

@@ -51,7 +51,9 @@ def unrolled(schema: dict, depth: int = 2) -> dict:
 
 @pytest.fixture
 def rich(db) -> Agent:
-    return Agent.objects.get_or_create(slug="rich", defaults={"module": RICH[1], "max_artifacts": 100_000})[0]
+    return Agent.objects.get_or_create(
+        slug="rich", defaults={"module": RICH[1], "max_artifacts": 100_000}
+    )[0]
 
 
 def _ints(value):
@@ -90,12 +92,16 @@ def _round_trip(slug: str, module: str, kind: str, call: dict) -> None:
     if declared.adapter is None:
         assert record.data == sent["data"]
     else:
-        parsed = declared.adapter.validate_python(strip_defaulted_nulls(declared.json_schema(), sent["data"]))
+        parsed = declared.adapter.validate_python(
+            strip_defaulted_nulls(declared.json_schema(), sent["data"])
+        )
         assert record.data == declared.adapter.dump_python(parsed, mode="json")
 
 
 NO_DB_HEALTH = settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
 
@@ -120,15 +126,23 @@ def test_instances_of_every_demo_branch_are_tagged_as_parsed_output(reviewer, ki
 
 
 def test_null_for_a_defaulted_field_takes_the_default(reviewer):
-    call = {"artifact": {"kind": "reviewed-pr", "key": "pr-1", "title": None,
-                         "data": {"url": "https://x/pull/1", "verdict": None}}}
+    call = {
+        "artifact": {
+            "kind": "reviewed-pr",
+            "key": "pr-1",
+            "title": None,
+            "data": {"url": "https://x/pull/1", "verdict": None},
+        }
+    }
     result = artifacts("reviewer").run_tool(call)
     assert result.ok and result.record.data == {"url": "https://x/pull/1", "verdict": "comment"}
     assert result.created and result.record.source == "model"
 
 
 def test_openai_arguments_as_json_text_are_accepted(reviewer):
-    args = json.dumps({"artifact": {"kind": "report", "key": None, "title": "T", "data": "# Report"}})
+    args = json.dumps(
+        {"artifact": {"kind": "report", "key": None, "title": "T", "data": "# Report"}}
+    )
     result = artifacts("reviewer").run_tool(args)
     assert result.ok and result.record.data == "# Report"
 
@@ -142,7 +156,9 @@ def test_empty_key_and_title_mean_none(reviewer):
 def test_session_and_turn_of_a_bound_facade_are_used(reviewer):
     sid = artifacts("reviewer").create_session()
     api = artifacts("reviewer", session_id=sid, turn_id="t-9")
-    record = api.run_tool({"artifact": {"kind": "report", "key": "k", "title": None, "data": "x"}}).record
+    record = api.run_tool(
+        {"artifact": {"kind": "report", "key": "k", "title": None, "data": "x"}}
+    ).record
     assert record.session_id == sid and record.turn_id == "t-9"
 
 
@@ -184,7 +200,11 @@ def test_input_of_no_branch_is_refused_naming_the_field(reviewer, call, field):
     assert not result.ok and result.content.startswith("Not tagged: ")
     block = result.anthropic("toolu_1")
     assert block["is_error"] is True and block["tool_use_id"] == "toolu_1"
-    assert result.openai("call_1") == {"role": "tool", "tool_call_id": "call_1", "content": result.content}
+    assert result.openai("call_1") == {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "content": result.content,
+    }
     assert not Artifact.objects.exists()
 
 
@@ -196,15 +216,23 @@ def test_input_of_no_branch_is_refused_naming_the_field(reviewer, call, field):
     ],
 )
 def test_enum_refusals_name_the_field_and_what_was_expected(rich, data, field):
-    result = artifacts("rich").run_tool({"artifact": {"kind": "triage", "key": None, "title": None, "data": data}})
+    result = artifacts("rich").run_tool(
+        {"artifact": {"kind": "triage", "key": None, "title": None, "data": data}}
+    )
     assert not result.ok and result.details["field"] == field
     assert "Input should be" in result.content
 
 
-@given(st.sampled_from(["finding", "note", "plan", "evidence"]), st.sampled_from([1, "x", [1], True]))
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(["finding", "note", "plan", "evidence"]), st.sampled_from([1, "x", [1], True])
+)
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_data_of_the_wrong_type_for_its_kind_is_refused(rich, kind, data):
-    result = artifacts("rich").run_tool({"artifact": {"kind": kind, "key": None, "title": None, "data": data}})
+    result = artifacts("rich").run_tool(
+        {"artifact": {"kind": kind, "key": None, "title": None, "data": data}}
+    )
     assert not result.ok and result.details["field"].startswith("artifact.data")
 
 
@@ -222,9 +250,15 @@ def test_tool_and_run_tool_need_the_tool_on(freeform, settings):
     for slug, why in (("free", "agent_tool=True"), ("shadowing", "shadows")):
         with pytest.raises(ArtifactError) as err:
             artifacts(slug).tool()
-        assert err.value.code == "tool_not_offered" and err.value.status == 404 and why in err.value.message
+        assert (
+            err.value.code == "tool_not_offered"
+            and err.value.status == 404
+            and why in err.value.message
+        )
         with pytest.raises(ArtifactError):
-            artifacts(slug).run_tool({"artifact": {"kind": "note", "key": None, "title": None, "data": "x"}})
+            artifacts(slug).run_tool(
+                {"artifact": {"kind": "note", "key": None, "title": None, "data": "x"}}
+            )
 
 
 def test_python_api_tool_formats(reviewer):

@@ -24,8 +24,11 @@ def spec(request):
 
 
 def test_every_format_validates_as_draft_2020_12(spec):
-    for fmt, path in (("anthropic", ("input_schema",)), ("openai", ("function", "parameters")),
-                      ("openai-responses", ("parameters",))):
+    for fmt, path in (
+        ("anthropic", ("input_schema",)),
+        ("openai", ("function", "parameters")),
+        ("openai-responses", ("parameters",)),
+    ):
         tool = tool_definition(spec, fmt)
         schema = tool
         for part in path:
@@ -66,8 +69,11 @@ def test_input_is_a_union_over_kinds_each_branch_fixing_its_kind():
 def test_optional_fields_become_required_and_nullable_and_defaults_are_described():
     spec = spec_for_declared(*SPECS["reviewer"])
     schema = tool_definition(spec, "openai")["function"]["parameters"]
-    pr = next(b for b in schema["properties"]["artifact"]["anyOf"]
-              if b["properties"]["kind"]["enum"] == ["reviewed-pr"])
+    pr = next(
+        b
+        for b in schema["properties"]["artifact"]["anyOf"]
+        if b["properties"]["kind"]["enum"] == ["reviewed-pr"]
+    )
     data = pr["properties"]["data"]
     assert data["required"] == ["url", "verdict"]
     assert data["properties"]["verdict"]["type"] == ["string", "null"]
@@ -111,7 +117,10 @@ def test_the_checkers_refuse_pydantics_raw_schema():
     """The rules bite: pydantic's own schema of the rich kinds breaks several of them."""
     spec = spec_for_declared(*SPECS["rich"])
     raw = spec.kinds["evidence"].json_schema()
-    tool = {"type": "function", "function": {"name": "t", "description": "d", "parameters": raw, "strict": True}}
+    tool = {
+        "type": "function",
+        "function": {"name": "t", "description": "d", "parameters": raw, "strict": True},
+    }
     problems = " ".join(openai_strict_problems(tool))
     assert "oneOf" in problems and "not every property is required" in problems
     assert "keywords strict mode refuses" in problems  # title, default, discriminator

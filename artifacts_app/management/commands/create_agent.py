@@ -18,7 +18,7 @@ class Command(BaseCommand):
             "--max", type=int, default=DEFAULT_MAX, help=f"retention cap (default {DEFAULT_MAX})"
         )
 
-    def handle(self, *args: object, slug: str, max: int, **options: object) -> None:  # noqa: A002
+    def handle(self, *args: object, slug: str, max: int, **options: object) -> None:
         agent = run_service(lambda: services.agent_create(slug=slug, max_artifacts=max))
         self.stdout.write(
             f"Created agent {agent.slug} (max {agent.max_artifacts}). Its routes live under /{agent.slug}/v1/."

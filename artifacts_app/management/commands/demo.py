@@ -1,14 +1,13 @@
 from __future__ import annotations
 
+import functools
 import secrets
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
-from django.db import transaction
 
-from artifacts_app import services
+from artifacts_app import selectors, services
 from artifacts_app.management.commands._base import run_service
-from artifacts_app.models import ApiKey, Session
+from artifacts_app.models import Agent
 
 DEMO_AGENT = "reviewer"
 DEMO_SESSION = "s_demo"
@@ -38,38 +37,18 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: object, host: str, **options: object) -> None:
-        users = get_user_model()
         passwords = {"admin": secrets.token_urlsafe(9), "alice": secrets.token_urlsafe(9)}
-        with transaction.atomic():
-            admin, _ = users.objects.get_or_create(
-                username="admin", defaults={"email": "admin@example.com"}
-            )
-            admin.is_staff = admin.is_superuser = True
-            admin.set_password(passwords["admin"])
-            admin.save()
-            alice, _ = users.objects.get_or_create(
-                username="alice", defaults={"email": "alice@example.com"}
-            )
-            alice.set_password(passwords["alice"])
-            alice.save()
-        agent = run_service(lambda: services.agent_get(DEMO_AGENT))
-        if not Session.objects.filter(agent=agent, sid=DEMO_SESSION).exists():
+        services.user_set(
+            username="admin", password=passwords["admin"], email="admin@example.com", staff=True
+        )
+        alice = services.user_set(
+            username="alice", password=passwords["alice"], email="alice@example.com"
+        )
+        agent: Agent = run_service(lambda: selectors.agent_get(DEMO_AGENT))
+        if selectors.session_pk(agent.pk, DEMO_SESSION) is None:
             run_service(lambda: services.session_create(agent=agent, sid=DEMO_SESSION, owner=alice))
         for number, verdict in ((7, "approve"), (8, "comment"), (9, "request-changes")):
-            url = f"https://github.com/o/r/pull/{number}"
-            run_service(
-                lambda url=url, verdict=verdict, number=number: services.artifact_tag(
-                    agent=agent,
-                    kind="reviewed-pr",
-                    key=url,
-                    title=f"Reviewed {url}",
-                    data={"url": url, "verdict": verdict},
-                    session_id=DEMO_SESSION,
-                    turn_id=f"t-{number - 6}",
-                    contents=f"## Review of {url}\n\nVerdict: **{verdict}**.\n",
-                    content_type="text/markdown",
-                )
-            )
+            run_service(functools.partial(_tag_review, agent, number, verdict))
         run_service(
             lambda: services.artifact_tag(
                 agent=agent,
@@ -84,8 +63,7 @@ class Command(BaseCommand):
             )
         )
         # One live demo key at a time: earlier demo keys are revoked, so the printed one is the key.
-        for old in ApiKey.objects.filter(agent=agent, label=DEMO_LABEL, revoked_at__isnull=True):
-            services.api_key_revoke(key_id=old.pk)
+        services.agent_keys_revoke(agent=agent, label=DEMO_LABEL)
         _, secret = services.agent_key_create(agent=agent, label=DEMO_LABEL)
 
         base = f"http://{host}"
@@ -103,3 +81,18 @@ class Command(BaseCommand):
                 ]
             )
         )
+
+
+def _tag_review(agent: Agent, number: int, verdict: str) -> None:
+    url = f"https://github.com/o/r/pull/{number}"
+    services.artifact_tag(
+        agent=agent,
+        kind="reviewed-pr",
+        key=url,
+        title=f"Reviewed {url}",
+        data={"url": url, "verdict": verdict},
+        session_id=DEMO_SESSION,
+        turn_id=f"t-{number - 6}",
+        contents=f"## Review of {url}\n\nVerdict: **{verdict}**.\n",
+        content_type="text/markdown",
+    )

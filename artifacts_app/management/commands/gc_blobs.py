@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from artifacts_app import blobgc, pruning
+from artifacts_app import services
 from artifacts_app.management.commands._base import run_service
 
 
@@ -26,8 +26,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, grace: str, dry_run: bool, **options: Any) -> None:
-        span = run_service(lambda: pruning.parse_duration(grace, option="--grace"))
-        report = blobgc.blobs_collect(grace=span, dry_run=dry_run)
+        span = run_service(lambda: services.parse_duration(grace, option="--grace"))
+        report = services.blobs_collect(grace=span, dry_run=dry_run)
         if dry_run:
             self.stdout.write(
                 f"Would remove {report.removed} blob(s), {report.bytes} bytes "

@@ -6,8 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from artifacts_app import pruning
+from artifacts_app import services
 from artifacts_app.management.commands._base import run_service
+from artifacts_app.services import pruning
 
 
 class Command(BaseCommand):
@@ -39,15 +40,16 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         keep = _whole(options["keep"], "--keep", minimum=0)
         batch_size = _whole(options["batch_size"], "--batch-size", minimum=1)
+        assert batch_size is not None  # the option has a default
         older = options["older_than"]
         events_older = options["events_older_than"]
         older_than = (
-            run_service(lambda: pruning.parse_duration(older, option="--older-than"))
+            run_service(lambda: services.parse_duration(older, option="--older-than"))
             if older is not None
             else None
         )
         events_older_than = (
-            run_service(lambda: pruning.parse_duration(events_older, option="--events-older-than"))
+            run_service(lambda: services.parse_duration(events_older, option="--events-older-than"))
             if events_older is not None
             else None
         )
@@ -67,7 +69,7 @@ class Command(BaseCommand):
                 out.flush()
 
         report = run_service(
-            lambda: pruning.artifacts_prune(
+            lambda: services.artifacts_prune(
                 agent=options["agent"],
                 kind=options["kind"],
                 session=options["session"],

@@ -4,7 +4,7 @@ Why it is safe while tags run — the claim protocol:
 
 1. A tag stores its bytes with ``blobs.blob_put``. Once the hash is known and *before* it asks the
    storage whether those bytes are there already, it **claims** the blob: it inserts the ``Blob``
-   row, or moves an existing row's ``created_at`` to now (``hotsql.blob_claim``, committed at once).
+   row, or moves an existing row's ``created_at`` to now (``blobs._claim``, committed at once).
    Then the tag's transaction points its record at the blob.
 2. ``gc_blobs`` lists candidates (rows older than the grace that no record points at), then takes
    each one in its own transaction: it **locks** the row (``SELECT … FOR UPDATE`` on PostgreSQL;
@@ -35,7 +35,7 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
-from artifacts_app import blobs
+from artifacts_app import blobs  # the storage layer; this module is the collection service
 from artifacts_app.models import Artifact, Blob
 
 SHA_RE = re.compile(r"[0-9a-f]{64}")
@@ -180,10 +180,10 @@ def blobs_collect(
     for sha, _size in _candidates(cutoff):
         if before_each is not None:
             before_each(sha)
-        size = blob_collect_one(sha, cutoff)
-        if size is None:
+        collected = blob_collect_one(sha, cutoff)
+        if collected is None:
             report.kept += 1
         else:
             report.removed += 1
-            report.bytes += size
+            report.bytes += collected
     return report

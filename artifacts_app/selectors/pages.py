@@ -1,4 +1,4 @@
-"""Reads: visible artifacts and sessions, keyset pages, replay (DESIGN.md §6, §7).
+"""Reads: visible artifacts and sessions as keyset pages, one record, one session (DESIGN.md §6, §7).
 
 Every list is a keyset page over ``(updated_at, id)``, newest first, built from ``.values()`` rows.
 ``visible`` is the access filter from ``access`` (None: everything of the agent, as for its key).
@@ -15,9 +15,10 @@ from typing import Any
 from django.db.models import Q
 
 from artifacts_app.errors import ArtifactError, NotFoundError
-from artifacts_app.models import Agent, Artifact, Event, Session
+from artifacts_app.models import Agent, Artifact, Session
+from artifacts_app.names import keyed_id
 from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, iso_ms
-from artifacts_app.services import agent_get, keyed_id
+from artifacts_app.selectors.agents import agent_get, session_pk
 from artifacts_app.values import check_text
 
 DEFAULT_LIMIT = 50
@@ -56,6 +57,20 @@ def cursor_decode(cursor: str) -> tuple[datetime, str]:
         ) from None
 
 
+def before(moment: str, at: Any, tiebreak: str, last: Any) -> Q:
+    """``(moment, tiebreak) < (at, last)`` in the form the planner can seek (DESIGN.md §6)."""
+    return Q(**{f"{moment}__lte": at}) & (
+        Q(**{f"{moment}__lt": at}) | Q(**{f"{tiebreak}__lt": last})
+    )
+
+
+def after(moment: str, at: Any, tiebreak: str, last: Any) -> Q:
+    """``(moment, tiebreak) > (at, last)``, the same form mirrored (oldest-first walks)."""
+    return Q(**{f"{moment}__gte": at}) & (
+        Q(**{f"{moment}__gt": at}) | Q(**{f"{tiebreak}__gt": last})
+    )
+
+
 def keyset_page(
     qs: Any,
     *,
@@ -75,12 +90,7 @@ def keyset_page(
     """
     if cursor:
         at, last = cursor_decode(cursor)
-        if tiebreak_of is not None:
-            last = tiebreak_of(last)
-        qs = qs.filter(
-            Q(**{f"{moment}__lte": at})
-            & (Q(**{f"{moment}__lt": at}) | Q(**{f"{tiebreak}__lt": last}))
-        )
+        qs = qs.filter(before(moment, at, tiebreak, tiebreak_of(last) if tiebreak_of else last))
     rows = list(qs.order_by(f"-{moment}", f"-{tiebreak}").values(*fields)[: size + 1])
     next_cursor = None
     if len(rows) > size:
@@ -128,7 +138,12 @@ def artifacts_page(
     """One page of the agent's artifacts, newest-updated first (ties by id descending)."""
     agent = agent_get(agent)
     size = check_limit(limit)
-    for name, value in (("kind", kind), ("sessionId", session_id), ("key", key), ("source", source)):
+    for name, value in (
+        ("kind", kind),
+        ("sessionId", session_id),
+        ("key", key),
+        ("source", source),
+    ):
         check_text(value, field=name, code="invalid_query")
     qs = Artifact.objects.filter(agent_id=agent.pk)
     if visible is not None:
@@ -140,14 +155,10 @@ def artifacts_page(
     if key is not None:
         qs = qs.filter(pk=keyed_id(agent.slug, key))
     if session_id is not None:
-        session_pk = (
-            Session.objects.filter(agent_id=agent.pk, sid=session_id)
-            .values_list("pk", flat=True)
-            .first()
-        )
-        if session_pk is None:
+        found = session_pk(agent.pk, session_id)
+        if found is None:
             return Page(rows=[], next_cursor=None)
-        qs = qs.filter(session_id=session_pk)
+        qs = qs.filter(session_id=found)
     return keyset_page(
         qs, moment="updated_at", tiebreak="id", fields=RECORD_FIELDS, size=size, cursor=cursor
     )
@@ -189,17 +200,6 @@ def artifact_get(
     )
 
 
-def events_after(
-    *, agent: Agent | str, after: int, session_id: str | None = None, limit: int = 1000
-) -> list[dict]:
-    """Stored event payloads with ``seq > after``, oldest first (for ``?after=`` replay)."""
-    agent = agent_get(agent)
-    qs = Event.objects.filter(agent_id=agent.pk, seq__gt=after)
-    if session_id is not None:
-        qs = qs.filter(session_sid=session_id)
-    return list(qs.order_by("seq").values_list("payload", flat=True)[:limit])
-
-
 # --- sessions (REST) ------------------------------------------------------------------------
 
 SESSION_FIELDS = ("pk", "sid", "owner__username", "created_at")
@@ -207,7 +207,11 @@ SESSION_FIELDS = ("pk", "sid", "owner__username", "created_at")
 
 def session_json(row: dict[str, Any]) -> dict[str, Any]:
     """A ``.values(*SESSION_FIELDS)`` row in its wire form."""
-    return {"id": row["sid"], "owner": row["owner__username"], "createdAt": iso_ms(row["created_at"])}
+    return {
+        "id": row["sid"],
+        "owner": row["owner__username"],
+        "createdAt": iso_ms(row["created_at"]),
+    }
 
 
 def sessions_page(

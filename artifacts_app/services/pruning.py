@@ -1,7 +1,7 @@
 """Pruning: the operator's way to keep the store within bounds (API.md ``prune_artifacts``).
 
 Records are chosen by a keyset walk over the agent's ``(updated_at, id)`` index, oldest first, in
-batches, and each batch goes through ``services.artifacts_delete(reason="pruned")`` — the one
+batches, and each batch goes through ``artifacts_delete(reason="pruned")`` — the one
 implementation of deleting, so the agent's counters, its event ``seq`` and the stored events stay
 exact. Memory and transaction size are bounded by the batch, not by the number of rows pruned.
 Stored events older than ``ARTIFACTS_EVENT_RETENTION`` (or ``events_older_than``) go in batches too.
@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from artifacts_app import services
+from artifacts_app import selectors
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Agent, Artifact, Event, Session
-from artifacts_app.registry import KIND_RE
+from artifacts_app.names import KIND_RE
+from artifacts_app.services.artifacts import artifacts_delete
 
 DURATION_RE = re.compile(r"\s*(\d+)\s*(s|m|h|d|w)\s*")
 UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -54,15 +55,6 @@ class PruneReport:
 Progress = Callable[[str, int], None]
 
 
-def _older_than(updated: datetime, artifact_id: str) -> Q:
-    # DESIGN.md §6: the seekable form of (updated_at, id) < (u, i).
-    return Q(updated_at__lte=updated) & (Q(updated_at__lt=updated) | Q(id__lt=artifact_id))
-
-
-def _newer_than(updated: datetime, artifact_id: str) -> Q:
-    return Q(updated_at__gte=updated) & (Q(updated_at__gt=updated) | Q(id__gt=artifact_id))
-
-
 def _selection(agent: Agent, *, kind: str | None, session_pk: int | None) -> QuerySet[Artifact]:
     qs = Artifact.objects.filter(agent_id=agent.pk)
     if kind is not None:
@@ -93,20 +85,26 @@ def _agent_prune(
         )
         if not boundary:
             return 0
-        selection = selection.filter(_older_than(*boundary[0]))
+        selection = selection.filter(
+            selectors.before("updated_at", boundary[0][0], "id", boundary[0][1])
+        )
     if cutoff is not None:
         selection = selection.filter(updated_at__lt=cutoff)
     done = 0
     position: tuple[datetime, str] | None = None
     while True:
-        page = selection if position is None else selection.filter(_newer_than(*position))
+        page = (
+            selection
+            if position is None
+            else selection.filter(selectors.after("updated_at", position[0], "id", position[1]))
+        )
         rows = list(page.order_by("updated_at", "id").values_list("updated_at", "id")[:batch_size])
         if not rows:
             return done
         if dry_run:
             done += len(rows)
         else:
-            done += services.artifacts_delete(
+            done += artifacts_delete(
                 agent=agent,
                 ids=[artifact_id for _, artifact_id in rows],
                 reason="pruned",
@@ -115,6 +113,20 @@ def _agent_prune(
         position = rows[-1]
         if progress is not None:
             progress(agent.slug, done)
+
+
+def _sessions_named(agents: list[Agent], session: str, agent: str | None) -> dict[int, int]:
+    """agent pk -> session pk of the agents' sessions named ``session``; none is a refusal."""
+    sessions = dict(
+        Session.objects.filter(agent__in=agents, sid=session).values_list("agent_id", "id")
+    )
+    if not sessions:
+        where = f"agent {agent!r}" if agent is not None else "any agent"
+        raise ArtifactError(
+            "unknown_session",
+            f"There is no session {session!r} in {where}; nothing was pruned.",
+        )
+    return sessions
 
 
 def artifacts_prune(
@@ -142,17 +154,10 @@ def artifacts_prune(
         raise ArtifactError("invalid_batch", "The batch size must be at least 1.")
     report = PruneReport(dry_run=dry_run)
     now = timezone.now()
-    agents = [services.agent_get(agent)] if agent is not None else list(Agent.objects.order_by("slug"))
-    sessions: dict[int, int] = {}
-    if session is not None:
-        sessions = dict(
-            Session.objects.filter(agent__in=agents, sid=session).values_list("agent_id", "id")
-        )
-        if not sessions:
-            where = f"agent {agent!r}" if agent is not None else "any agent"
-            raise ArtifactError(
-                "unknown_session", f"There is no session {session!r} in {where}; nothing was pruned."
-            )
+    agents = (
+        [selectors.agent_get(agent)] if agent is not None else list(Agent.objects.order_by("slug"))
+    )
+    sessions = _sessions_named(agents, session, agent) if session is not None else {}
     selects = any(v is not None for v in (agent, kind, session, older_than, keep))
     if selects:
         cutoff = now - older_than if older_than is not None else None

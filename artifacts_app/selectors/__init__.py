@@ -1,0 +1,84 @@
+"""Reads, every one of them: entry points and services ask here, never the models directly.
+
+``pages`` (keyset pages of artifacts and sessions, one record, one session), ``agents`` (agent by
+slug, session by id, users, keys, the agent's last seq), ``events`` (replay, gap filling, a turn's
+tags). ``visible`` arguments are the access filters from ``access`` (None: all of the agent).
+"""
+
+from __future__ import annotations
+
+from artifacts_app.selectors.agents import (
+    SessionOwner,
+    agent_find,
+    agent_get,
+    agent_last_seq,
+    agent_slugs,
+    agents_by_pk,
+    session_owner,
+    session_pk,
+    token_lookup,
+    user_get,
+)
+from artifacts_app.selectors.events import (
+    REPLAY_PAGE,
+    Replay,
+    Stream,
+    events_between,
+    replay_page,
+    turn_records,
+)
+from artifacts_app.selectors.pages import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    SESSION_FIELDS,
+    Page,
+    after,
+    artifact_get,
+    artifact_values,
+    artifacts_all,
+    artifacts_page,
+    before,
+    check_limit,
+    cursor_decode,
+    cursor_encode,
+    keyset_page,
+    session_json,
+    session_values,
+    sessions_page,
+)
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "REPLAY_PAGE",
+    "SESSION_FIELDS",
+    "Page",
+    "Replay",
+    "SessionOwner",
+    "Stream",
+    "after",
+    "agent_find",
+    "agent_get",
+    "agent_last_seq",
+    "agent_slugs",
+    "agents_by_pk",
+    "artifact_get",
+    "artifact_values",
+    "artifacts_all",
+    "artifacts_page",
+    "before",
+    "check_limit",
+    "cursor_decode",
+    "cursor_encode",
+    "events_between",
+    "keyset_page",
+    "replay_page",
+    "session_json",
+    "session_owner",
+    "session_pk",
+    "session_values",
+    "sessions_page",
+    "token_lookup",
+    "turn_records",
+    "user_get",
+]

@@ -1,0 +1,170 @@
+"""The Tag rules that need no database (API.md "Tag"): every entry point's input meets them here,
+once, before anything is written."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+from django.conf import settings
+from pydantic import ValidationError
+
+from artifacts_app import media
+from artifacts_app.errors import ArtifactError, SchemaInvalidError, TooLargeError
+from artifacts_app.models import Artifact
+from artifacts_app.names import (
+    KEY_MAX,
+    KIND_RE,
+    SESSION_ID_RE,
+    TITLE_MAX,
+    TURN_MAX,
+)
+from artifacts_app.registry import FREEFORM_KIND, AgentSpec
+from artifacts_app.values import check_text, check_value
+
+SOURCES = (Artifact.SOURCE_HOST, Artifact.SOURCE_MODEL)
+
+
+def check_session_id(sid: Any, *, field: str) -> None:
+    if not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid):
+        raise ArtifactError(
+            "invalid_session_id",
+            f"`{field}` is 1–128 of A-Z a-z 0-9 . _ : - starting with a letter or digit."
+            if field != "id"
+            else "A session id is 1–128 of A-Z a-z 0-9 . _ : - starting with a letter or digit.",
+            {"field": field},
+        )
+
+
+def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str):
+        raise ArtifactError(code, f"`{field}` must be a string or null.", {"field": field})
+    if len(value) > limit:
+        raise ArtifactError(
+            code, f"`{field}` is {len(value)} characters; the limit is {limit}.", {"field": field}
+        )
+    check_text(value, field=field, code=code)
+
+
+def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
+    if kind is None:
+        if spec.kinds:
+            raise ArtifactError(
+                "unknown_kind",
+                f"Name a `kind`: agent {spec.slug!r} declares {', '.join(sorted(spec.kinds))}.",
+                {"field": "kind", "allowed": sorted(spec.kinds)},
+            )
+        return FREEFORM_KIND
+    if not isinstance(kind, str) or not KIND_RE.fullmatch(kind):
+        raise ArtifactError(
+            "invalid_kind",
+            "`kind` is 1–64 of A-Z a-z 0-9 . _ : - starting with a letter or digit.",
+            {"field": "kind"},
+        )
+    if spec.kinds and kind not in spec.kinds:
+        raise ArtifactError(
+            "unknown_kind",
+            f"Kind {kind!r} is not declared by agent {spec.slug!r}; use one of {', '.join(sorted(spec.kinds))}.",
+            {"field": "kind", "allowed": sorted(spec.kinds)},
+        )
+    return kind
+
+
+def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
+    """Validate ``data`` against the kind's schema and return the JSON form of the parsed value."""
+    if data is None:
+        raise ArtifactError(
+            "data_required", "`data` is required and may not be null.", {"field": "data"}
+        )
+    declared = spec.kinds.get(kind)
+    if declared is not None and declared.adapter is not None:
+        try:
+            value = declared.adapter.validate_python(data)
+        except ValidationError as exc:
+            details = json.loads(exc.json(include_url=False))
+            first = details[0] if details else {"loc": [], "msg": str(exc)}
+            where = ".".join(str(part) for part in first.get("loc", [])) or "data"
+            raise SchemaInvalidError(
+                "schema_invalid",
+                f"`data` does not match kind {kind!r}: {where}: {first.get('msg')}.",
+                details,
+                kind=kind,
+                validation=exc,
+            ) from None
+        return declared.adapter.dump_python(value, mode="json")
+    return data
+
+
+def _encoded_json(data: Any) -> bytes:
+    try:
+        return orjson.dumps(data)
+    except (TypeError, orjson.JSONEncodeError) as exc:
+        raise ArtifactError(
+            "invalid_data", f"`data` must be JSON: {exc}.", {"field": "data"}
+        ) from None
+
+
+def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
+    if content_type is None:
+        return
+    # Parsed, not pattern-matched (media.py): exactly one media type, or 400 invalid_content_type.
+    media.canonical(content_type if isinstance(content_type, str) else "")
+    if not has_contents:
+        raise ArtifactError(
+            "content_type_without_contents",
+            "`contentType` was given without contents; send the contents too, or leave contentType out.",
+            {"field": "contentType"},
+        )
+
+
+def _check_data_size(parsed: Any) -> None:
+    # The one check of what both databases can hold (API.md "Errors"), for every entry point:
+    # what is stored is always what can be listed, read and replayed on SQLite and PostgreSQL.
+    check_value(parsed, field="data", code="invalid_data")
+    limit = int(settings.ARTIFACTS_MAX_DATA_BYTES)
+    encoded = _encoded_json(parsed)
+    size = len(encoded)
+    if size > limit:
+        raise TooLargeError(
+            "data_too_large",
+            f"`data` is {size} bytes as JSON; ARTIFACTS_MAX_DATA_BYTES allows {limit}. "
+            "Move large payloads into contents.",
+            {"field": "data", "limit": limit, "size": size},
+        )
+
+
+def tag_validate(
+    *,
+    spec: AgentSpec,
+    kind: Any,
+    key: Any,
+    title: Any,
+    data: Any,
+    session_id: Any,
+    turn_id: Any,
+    source: Any,
+    has_contents: bool,
+    content_type: Any,
+) -> tuple[str, Any]:
+    """Every Tag rule that needs no database; answers the kind in force and the parsed data."""
+    _check_text(key, field="key", limit=KEY_MAX, code="invalid_key")
+    if key == "":
+        raise ArtifactError(
+            "invalid_key",
+            "`key` may not be empty: leave it out for an unkeyed record.",
+            {"field": "key"},
+        )
+    _check_text(title, field="title", limit=TITLE_MAX, code="invalid_title")
+    _check_text(turn_id, field="turnId", limit=TURN_MAX, code="invalid_turn_id")
+    if session_id is not None:
+        check_session_id(session_id, field="sessionId")
+    if source not in SOURCES:
+        raise ArtifactError("invalid_source", '`source` is "host" or "model".', {"field": "source"})
+    _check_content_type(content_type, has_contents=has_contents)
+    kind_name = _resolve_kind(spec, kind)
+    parsed = parse_data(spec, kind_name, data)
+    _check_data_size(parsed)
+    return kind_name, parsed
