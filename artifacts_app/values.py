@@ -37,6 +37,13 @@ FLOAT_LIMIT = float(2**63)
 MAX_DEPTH = 100
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Filters over JSON text, at C speed; a hit is only a suspicion, which the exact walk decides.
+_BIG_EXPONENT = re.compile(rb"e\+?(?:1[89]|[2-9][0-9]|[0-9]{3})")  # 1e18 and up
+_DIGIT_RUNS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))  # digits -> "0", else " "
+_LONG_DIGITS = b"0" * 19
+_NOT_QUOTES_OR_BRACKETS = bytes(b for b in range(256) if b not in b'"[]{}')
+_QUOTED = re.compile(rb'"[^"]*"')
+_TO_SQUARE = bytes.maketrans(b"{}", b"[]")
 
 
 # --- strings ---------------------------------------------------------------------------------
@@ -88,41 +95,52 @@ def _scalar_problem(value: Any) -> str | None:
     return f"is a {type(value).__name__}, not a JSON value"
 
 
-def _fast_ok(value: Any, max_depth: int) -> bool:
-    """The common case, without building paths: is everything in ``value`` storable?"""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    pop, push = stack.pop, stack.append
-    while stack:
-        item, depth = pop()
-        kind = type(item)
-        if kind is dict:
-            if depth >= max_depth:
-                return False
-            for key, child in item.items():
-                if (
-                    type(key) is not str
-                    or ("\x00" in key)
-                    or (not key.isascii() and _SURROGATE.search(key))
-                ):
-                    return False
-                push((child, depth + 1))
-        elif kind is list or kind is tuple:
-            if depth >= max_depth:
-                return False
-            for child in item:
-                push((child, depth + 1))
-        elif kind is str:
-            if "\x00" in item or (not item.isascii() and _SURROGATE.search(item)):
-                return False
-        elif kind is int:
-            if not INT64_MIN <= item <= INT64_MAX:
-                return False
-        elif kind is float:
-            if not math.isfinite(item) or abs(item) >= FLOAT_LIMIT:
-                return False
-        elif item is not None and kind is not bool:
-            return False  # a subclass or another type: the slow walk says what it is
-    return True
+def _brackets(raw: bytes) -> bytes:
+    """The brackets of valid JSON text outside its strings, as one kind (``[``/``]``).
+
+    At C speed: escapes go first (``\\\\`` then ``\\"``); then only quotes and brackets are kept,
+    so a string is its quotes and the brackets inside it; adjacent quotes (an empty string, or
+    two strings with nothing but separators between them) go, and what still lies between
+    quotes is brackets inside strings."""
+    if b"\\" in raw:
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    kept = raw.translate(None, _NOT_QUOTES_OR_BRACKETS).replace(b'""', b"")
+    if b'"' in kept:
+        kept = _QUOTED.sub(b"", kept)
+    return kept.translate(_TO_SQUARE)
+
+
+def _depth_ok_bytes(raw: bytes, max_depth: int) -> bool:
+    """Whether valid JSON text ``raw`` nests at most ``max_depth`` arrays and objects: its brackets
+    (as one kind), with one innermost level removed per pass."""
+    if raw.count(b"[") + raw.count(b"{") <= max_depth:
+        return True
+    brackets = _brackets(raw)
+    for _ in range(max_depth):
+        if not brackets:
+            return True
+        brackets = brackets.replace(b"[]", b"")
+    return not brackets
+
+
+def _fast_ok(value: Any, max_depth: int) -> bytes | None:
+    """The common case at C speed: orjson's own encoding (which refuses lone surrogates, keys
+    that are not strings, other types and integers past 64 bits unsigned), then filters for NUL,
+    NaN/Infinity (orjson writes them as null), long integers, large exponents and depth. Answers
+    the encoding when all is storable; None when the exact walk must decide."""
+    try:
+        encoded = orjson.dumps(value)
+    except (TypeError, orjson.JSONEncodeError):
+        return None
+    if b"\\u0000" in encoded or b"null" in encoded:
+        return None
+    if b"e+" in encoded and _BIG_EXPONENT.search(encoded):
+        return None
+    if len(encoded) >= 19 and _LONG_DIGITS in encoded.translate(_DIGIT_RUNS):
+        return None
+    if not _depth_ok_bytes(encoded, max_depth):
+        return None
+    return encoded
 
 
 def _step(path: str, key: Any) -> str:
@@ -170,42 +188,28 @@ def value_problem(
     value: Any, *, root: str = "data", max_depth: int = MAX_DEPTH
 ) -> tuple[str, str] | None:
     """The first thing in ``value`` that both databases cannot hold: (path, what), or None."""
-    if _fast_ok(value, max_depth):
+    if _fast_ok(value, max_depth) is not None:
         return None
     return _first_problem(value, root, max_depth)
 
 
-def check_value(value: Any, *, field: str = "data", code: str = "invalid_data") -> None:
-    """Refuse (400 ``code``) a value that SQLite or PostgreSQL could not store and give back.
+def check_value(value: Any, *, field: str = "data", code: str = "invalid_data") -> bytes:
+    """Refuse (400 ``code``) a value that SQLite or PostgreSQL could not store and give back;
+    answers its JSON encoding, so that a caller measuring its size need not encode it again.
 
     ``details`` names the field (``field``) and where inside it (``path``, e.g. ``data.items[3]``).
     """
-    found = value_problem(value, root=field)
-    if found is None:
-        return
+    encoded = _fast_ok(value, MAX_DEPTH)
+    if encoded is not None:
+        return encoded
+    found = _first_problem(value, field, MAX_DEPTH)
+    if found is None:  # a filter's false alarm (e.g. "e20" inside a string)
+        return orjson.dumps(value)
     path, what = found
     raise ArtifactError(code, f"`{path}` {what}.", {"field": field, "path": path})
 
 
 # --- the one JSON parser --------------------------------------------------------------------
-
-
-def _depth_ok(value: Any, max_depth: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            if depth >= max_depth:
-                return False
-            stack.extend(
-                (child, depth + 1) for child in item.values() if type(child) in (dict, list)
-            )
-        elif kind is list:
-            if depth >= max_depth:
-                return False
-            stack.extend((child, depth + 1) for child in item if type(child) in (dict, list))
-    return True
 
 
 def json_loads(
@@ -227,7 +231,8 @@ def json_loads(
             f"{what} is not valid JSON: {exc}.",
             {**details, "position": exc.pos},
         ) from None
-    if not _depth_ok(value, MAX_DEPTH + 2):
+    text = raw.encode("utf-8") if isinstance(raw, str) else bytes(raw)  # valid: orjson read it
+    if not _depth_ok_bytes(text, MAX_DEPTH + 2):
         raise ArtifactError(
             "malformed_json",
             f"{what} nests deeper than {MAX_DEPTH + 2} arrays and objects; flatten it.",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import orjson
 from django.conf import settings
 from pydantic import ValidationError
 
@@ -98,15 +97,6 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
     return data
 
 
-def _encoded_json(data: Any) -> bytes:
-    try:
-        return orjson.dumps(data)
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise ArtifactError(
-            "invalid_data", f"`data` must be JSON: {exc}.", {"field": "data"}
-        ) from None
-
-
 def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
     if content_type is None:
         return
@@ -123,9 +113,8 @@ def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
 def _check_data_size(parsed: Any) -> None:
     # The one check of what both databases can hold (API.md "Errors"), for every entry point:
     # what is stored is always what can be listed, read and replayed on SQLite and PostgreSQL.
-    check_value(parsed, field="data", code="invalid_data")
+    encoded = check_value(parsed, field="data", code="invalid_data")  # its JSON, encoded once
     limit = int(settings.ARTIFACTS_MAX_DATA_BYTES)
-    encoded = _encoded_json(parsed)
     size = len(encoded)
     if size > limit:
         raise TooLargeError(
