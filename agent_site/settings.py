@@ -150,6 +150,20 @@ elif not DEBUG and (len(SECRET_KEY) < 32 or SECRET_KEY.startswith("insecure")):
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
+# --- HTTPS (docs/operations.md "Production settings"; `manage.py check --deploy`) -------------
+# Behind a proxy that ends TLS and sends X-Forwarded-Proto (docs/operations.md's nginx), Django
+# learns that the request was HTTPS only from that header: trust it only when the proxy is the
+# sole way in, since a client reaching daphne directly could send it too.
+if env_bool("ARTIFACTS_BEHIND_PROXY", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_HSTS_SECONDS", 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
+# Session and CSRF cookies only over HTTPS once DEBUG is off; DJANGO_SECURE_COOKIES=0 is for a
+# production-like run on plain http:// (a browser would not send secure cookies there).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", not DEBUG)
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -167,6 +181,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: NUL in a path or query, and a wrong Host on the API, never reach a view (API.md "Errors").
+    "artifacts_app.door.DoorMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -249,3 +249,32 @@ def stream_open(caller: Caller, slug: str, session_sid: str | None) -> Stream:
         raise ForbiddenError("forbidden", "This session belongs to someone else.")
     can_watch_session(caller, agent, session.owner_id)
     return Stream(agent.pk, agent.slug, session_sid)
+
+
+# --- secrets (API.md "Authentication": is_staff alone never mints or revokes them) ------------
+
+MINT_PERMISSION = "artifacts_app.add_apikey"
+REVOKE_PERMISSION = "artifacts_app.change_apikey"
+
+
+def _may(user: Any, permission: str, owner: Any) -> bool:
+    if user is None or not getattr(user, "is_active", False) or not user.is_authenticated:
+        return False
+    if user.is_superuser:
+        return True
+    # A holder of the permission acts on agents' keys and users' tokens, but never on a
+    # superuser's: that would hand out (or take away) more than the holder has.
+    if owner is not None and getattr(owner, "is_superuser", False):
+        return False
+    return bool(user.is_staff and user.has_perm(permission))
+
+
+def may_mint_secret(user: Any, owner: Any = None) -> bool:
+    """Whether ``user`` may create an agent key, or a user token for ``owner`` (a user)."""
+    return _may(user, MINT_PERMISSION, owner)
+
+
+def may_revoke_secret(user: Any, key: ApiKey | None = None) -> bool:
+    """Whether ``user`` may revoke ``key`` (any key or token, when None)."""
+    owner = key.user if key is not None and key.user_id else None
+    return _may(user, REVOKE_PERMISSION, owner)

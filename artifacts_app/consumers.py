@@ -55,7 +55,7 @@ def parse_after(scope: dict[str, Any]) -> int | None:
     if not values:
         return None
     value = values[-1]
-    if not value.isdigit() or len(value) > 19:
+    if not (value.isascii() and value.isdigit()) or len(value) > 19:  # "²".isdigit() is True
         raise ArtifactError(
             "invalid_after", "`after` must be a non-negative integer (an event seq)."
         )

@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 TAGGED = "artifact.tagged"
 DELETED = "artifact.deleted"
 PINNED = "artifact.pinned"
-REASONS = ("deleted", "evicted", "pruned")
+REASONS = ("deleted", "evicted", "pruned", "moved")
 
 
 class EventRow(NamedTuple):

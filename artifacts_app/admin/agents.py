@@ -15,7 +15,12 @@ from django.utils.html import format_html_join
 
 from artifacts_app import access, services
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
-from artifacts_app.admin.secrets import keys_table, revoked_message, show_secret_once
+from artifacts_app.admin.secrets import (
+    SECRETS_REFUSED,
+    keys_table,
+    revoked_message,
+    show_secret_once,
+)
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Agent, ApiKey
 from artifacts_app.registry import slug_problem, spec_for
@@ -70,6 +75,21 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
         return () if obj is None else self.readonly_fields
+
+    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None):
+        # The service has the last word (save_model): a refusal it raises is a message on the
+        # add page, never a 500.
+        try:
+            return super().add_view(request, form_url, extra_context)
+        except ArtifactError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(request.get_full_path())
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+    ):
+        extra_context = {**(extra_context or {}), "may_mint": access.may_mint_secret(request.user)}
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
         # A freeform agent, made by the service (the form only validated the input).
@@ -152,11 +172,18 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         agent = get_object_or_404(Agent, pk=agent_id)
-        label = (request.POST.get("label") or "").strip()
-        key, secret = services.agent_key_create(
-            agent=agent, label=label or f"admin: {request.user.get_username()}"
-        )
         back = reverse("admin:artifacts_app_agent_change", args=[agent.pk])
+        if not access.may_mint_secret(request.user):
+            messages.error(request, SECRETS_REFUSED)
+            return HttpResponseRedirect(back)
+        label = (request.POST.get("label") or "").strip()
+        try:
+            key, secret = services.agent_key_create(
+                agent=agent, label=label or f"admin: {request.user.get_username()}"
+            )
+        except ArtifactError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(back)
         return show_secret_once(
             request, self.admin_site, key=key, secret=secret, owner=agent.slug, back=back
         )
@@ -198,10 +225,22 @@ class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
             return obj.agent.slug
         return obj.user.get_username() if obj.user is not None else "—"
 
+    def get_actions(self, request: HttpRequest):
+        actions = super().get_actions(request)
+        if not access.may_revoke_secret(request.user):
+            actions.pop("revoke_selected", None)
+        return actions
+
     @admin.action(description="Revoke selected keys and tokens")
     def revoke_selected(self, request: HttpRequest, queryset) -> None:
-        for key in queryset.filter(revoked_at__isnull=True)[:1000]:
-            revoked_message(request, services.api_key_revoke(key_id=key.pk))
+        for key in queryset.filter(revoked_at__isnull=True).select_related("user")[:1000]:
+            if not access.may_revoke_secret(request.user, key):
+                messages.error(request, f"{key.prefix}…: {SECRETS_REFUSED}")
+                continue
+            try:
+                revoked_message(request, services.api_key_revoke(key_id=key.pk))
+            except ArtifactError as exc:
+                messages.error(request, exc.message)
 
     def get_urls(self):
         return [
@@ -222,6 +261,9 @@ class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
             if key.agent_id
             else reverse("admin:auth_user_change", args=[key.user_id])
         )
+        if not access.may_revoke_secret(request.user, key):
+            messages.error(request, SECRETS_REFUSED)
+            return HttpResponseRedirect(back)
         if request.method == "POST":
             try:
                 revoked_message(request, services.api_key_revoke(key_id=key.pk))

@@ -340,4 +340,7 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         for agent_id, artifact_id in queryset.values_list("agent_id", "id")[:EXPORT_MAX]:
             by_agent[agent_id].append(artifact_id)
         for agent in selectors.agents_by_pk(list(by_agent)):
-            services.artifacts_delete(agent=agent, ids=by_agent[agent.pk], reason="deleted")
+            try:
+                services.artifacts_delete(agent=agent, ids=by_agent[agent.pk], reason="deleted")
+            except ArtifactError as exc:
+                messages.error(request, f"{agent.slug}: {exc.message}")

@@ -18,13 +18,17 @@ from django.http import HttpRequest
 
 from artifacts_app import access
 
+MAX_PAGE = 1_000_000
+
 
 class SeenPaginator(Paginator):
     """A paginator over one fetched window: pages up to the current one, and the next if any."""
 
     def __init__(self, object_list: Any, per_page: int, *, page_num: int) -> None:
         super().__init__(object_list, per_page)
-        page_num = max(int(page_num), 1)
+        # ``?p=`` is any integer the URL holds; past MAX_PAGE the OFFSET would overflow the
+        # database's integer (a 500 on SQLite), so such a page is simply past the end.
+        page_num = min(max(int(page_num), 1), MAX_PAGE)
         offset = (page_num - 1) * per_page
         self.window = list(object_list[offset : offset + per_page + 1])
         self.page_num = page_num

@@ -9,6 +9,12 @@ from django.utils.html import format_html, format_html_join
 
 from artifacts_app.models import ApiKey
 
+SECRETS_REFUSED = (
+    "Only a superuser, or a user with the API key permissions (artifacts_app.add_apikey to "
+    "create, artifacts_app.change_apikey to revoke), may create or revoke keys and tokens; "
+    "nothing was changed."
+)
+
 
 def show_secret_once(
     request: HttpRequest, admin_site, *, key: ApiKey, secret: str, owner: str, back: str

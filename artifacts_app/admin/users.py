@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import UserAdmin
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import path, reverse
 
-from artifacts_app import services
-from artifacts_app.admin.secrets import keys_table, show_secret_once
+from artifacts_app import access, services
+from artifacts_app.admin.secrets import SECRETS_REFUSED, keys_table, show_secret_once
+from artifacts_app.errors import ArtifactError
 
 User = get_user_model()
 
@@ -22,6 +23,16 @@ if admin.site.is_registered(User):
 class ArtifactsUserAdmin(UserAdmin):
     change_form_template = "admin/artifacts_app/user/change_form.html"
     readonly_fields = (*UserAdmin.readonly_fields, "artifact_tokens")
+
+    def change_view(
+        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None
+    ):
+        owner = self.get_object(request, object_id)
+        extra_context = {
+            **(extra_context or {}),
+            "may_mint": access.may_mint_secret(request.user, owner=owner),
+        }
+        return super().change_view(request, object_id, form_url, extra_context)
 
     def get_fieldsets(self, request: HttpRequest, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -50,13 +61,20 @@ class ArtifactsUserAdmin(UserAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         user = get_object_or_404(User, pk=user_id)
-        if not self.has_change_permission(request, user):
+        if not (request.user.is_active and request.user.is_staff):
             return HttpResponseRedirect(reverse("admin:index"))
-        label = (request.POST.get("label") or "").strip()
-        key, secret = services.user_token_create(
-            user=user, label=label or f"admin: {request.user.get_username()}"
-        )
         back = reverse("admin:auth_user_change", args=[user.pk])
+        if not access.may_mint_secret(request.user, owner=user):
+            messages.error(request, SECRETS_REFUSED)
+            return HttpResponseRedirect(back)
+        label = (request.POST.get("label") or "").strip()
+        try:
+            key, secret = services.user_token_create(
+                user=user, label=label or f"admin: {request.user.get_username()}"
+            )
+        except ArtifactError as exc:
+            messages.error(request, exc.message)
+            return HttpResponseRedirect(back)
         return show_secret_once(
             request, self.admin_site, key=key, secret=secret, owner=user.get_username(), back=back
         )

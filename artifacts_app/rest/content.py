@@ -14,21 +14,12 @@ from typing import Any
 from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 
+from artifacts_app import media
 from artifacts_app.blobs import blob_open, blob_redirect_url
-from artifacts_app.records import DEFAULT_BYTES_TYPE, media_type
+from artifacts_app.records import DEFAULT_BYTES_TYPE
 
 STREAM_CHUNK = 1024 * 1024
-INLINE_SAFE = frozenset(
-    {
-        "text/plain",
-        "image/png",
-        "image/jpeg",
-        "image/gif",
-        "image/webp",
-        "application/pdf",
-        "application/json",
-    }
-)
+INLINE_SAFE = media.INLINE_SAFE
 _RANGE_RE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
 
@@ -37,7 +28,7 @@ class Unsatisfiable(Exception):
 
 
 def is_inline_safe(content_type: str) -> bool:
-    return media_type(content_type) in INLINE_SAFE
+    return media.is_inline_safe(content_type)
 
 
 def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
@@ -51,7 +42,9 @@ def parse_range(header: str | None, size: int) -> tuple[int, int] | None:
     match = _RANGE_RE.match(header)
     if match is None:
         return None
-    first, last = match.groups()
+    # Past 18 digits a position is beyond any blob: clamp it rather than convert a 5,000-digit
+    # number (Python refuses int() past 4,300 digits).
+    first, last = (part if len(part) <= 18 else "9" * 18 for part in match.groups())
     if first == "" and last == "":
         return None
     if first == "":
@@ -107,15 +100,27 @@ def _common_headers(response: HttpResponseBase, etag: str) -> None:
     response["Cache-Control"] = "private, no-cache"
 
 
-def content_response(request: Any, *, sha256: str, size: int, content_type: str | None) -> Any:
+def content_response(
+    request: Any,
+    *,
+    sha256: str,
+    size: int,
+    content_type: str | None,
+    filename: str = "download",
+) -> Any:
     """The response for a blob: 200, 206, 304 or 416, with the headers API.md lists."""
-    content_type = content_type or DEFAULT_BYTES_TYPE
+    # A type stored before types were parsed, that is not exactly one media type, is served as
+    # bytes to download: never handed to a browser to interpret.
+    parsed = media.parse(content_type or "")
+    content_type = str(parsed) if parsed is not None else DEFAULT_BYTES_TYPE
     etag = f'"{sha256}"'
     if etag_matches(request.META.get("HTTP_IF_NONE_MATCH"), etag):
         response: HttpResponseBase = HttpResponseNotModified()  # no body, so no Content-Type either
         _common_headers(response, etag)
         return response
-    disposition = "inline" if is_inline_safe(content_type) else "attachment"
+    disposition = media.content_disposition(
+        "inline" if is_inline_safe(content_type) else "attachment", filename
+    )
     # ARTIFACTS_S3_REDIRECT (docs/operations.md): S3 serves the bytes, Range included, with the
     # record's headers; the URL is signed for GET only, so HEAD is answered here.
     redirect = (

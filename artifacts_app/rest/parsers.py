@@ -6,17 +6,19 @@ Responses are rendered with orjson too; the client's ``Accept`` does not choose 
 from __future__ import annotations
 
 import io
-from typing import Any
+from typing import IO, Any, cast
 
 import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
-from rest_framework import parsers, renderers
+from rest_framework import exceptions, parsers, renderers
 from rest_framework.negotiation import BaseContentNegotiation
 
+from artifacts_app import media
 from artifacts_app.blobs import BlobWriter
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.values import json_loads
 
 
 def body_too_large(limit: int) -> TooLargeError:
@@ -29,7 +31,7 @@ def body_too_large(limit: int) -> TooLargeError:
 
 
 class JSONParser(parsers.BaseParser):
-    """JSON bodies up to ``ARTIFACTS_MAX_JSON_BODY_BYTES``, parsed by orjson (NaN refused)."""
+    """JSON bodies up to ``ARTIFACTS_MAX_JSON_BODY_BYTES``, parsed by the one parser (``values``)."""
 
     media_type = "application/json"
 
@@ -42,16 +44,59 @@ class JSONParser(parsers.BaseParser):
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
             raise body_too_large(limit)
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ArtifactError(
-                "malformed_json", f"The body is not valid JSON: {exc}.", {"position": exc.pos}
-            ) from None
+        return json_loads(raw, what="The body")
+
+
+class _ClosingWatch:
+    """A stream wrapper that notes whether the multipart close delimiter (``--boundary--``) went by:
+    Django's parser takes a body cut off mid-part as complete, and silently drops the cut part."""
+
+    def __init__(self, stream: Any, boundary: bytes) -> None:
+        self.stream = stream
+        self.delimiter = b"--" + boundary + b"--"
+        self.tail = b""
+        self.closed_seen = False
+
+    def read(self, *args: Any) -> bytes:
+        chunk = self.stream.read(*args)
+        if chunk and not self.closed_seen:
+            window = self.tail + chunk
+            self.closed_seen = self.delimiter in window
+            self.tail = window[-len(self.delimiter) :]
+        return chunk
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
+def malformed_multipart(reason: str) -> ArtifactError:
+    return ArtifactError(
+        "malformed_multipart",
+        f"The multipart body could not be read: {reason}. Send multipart/form-data with a boundary "
+        "parameter, a `record` part and an optional `contents` file part, ending with the closing "
+        "boundary.",
+    )
 
 
 class MultiPartParser(parsers.MultiPartParser):
+    """DRF's multipart parser, with its errors in the envelope and cut-off bodies refused."""
+
     media_type = "multipart/form-data"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        parsed = media.parse(media_type or "")
+        boundary = parsed.param("boundary") if parsed is not None else None
+        if not boundary or len(boundary) > 70:  # RFC 2046: 1–70 characters
+            raise malformed_multipart("the Content-Type has no valid boundary parameter")
+        watched = _ClosingWatch(stream, boundary.encode("latin-1"))
+        try:
+            result = super().parse(cast(IO[Any], watched), media_type, parser_context)
+        except exceptions.ParseError as exc:
+            detail = str(exc.detail).removeprefix("Multipart form parse error - ")
+            raise malformed_multipart(detail.rstrip(".")) from None
+        if not watched.closed_seen:
+            raise malformed_multipart("it ends before its closing boundary (was it cut off?)")
+        return result
 
 
 class HashedUpload(UploadedFile):

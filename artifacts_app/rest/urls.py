@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
-from artifacts_app.names import ARTIFACT_ID_PATTERN, SESSION_ID_PATTERN
+from artifacts_app.names import ARTIFACT_ID_PATTERN, RESERVED_SLUGS, SESSION_ID_PATTERN
 from artifacts_app.rest import versions, views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
@@ -53,9 +53,19 @@ agent_urlpatterns: list[URLPattern | URLResolver] = [
         name="version-restore",
     ),
     path("", include(tool_urlpatterns)),
-    re_path(r"^.*$", NotFoundView.as_view(), name="unknown_route"),
+    # [\s\S]: an id with %0A in it is still an unknown route, not Django's HTML 404.
+    re_path(r"^[\s\S]*$", NotFoundView.as_view(), name="unknown_route"),
 ]
+
+# Every other path under /<slug>/ (/reviewer/v2/…, /reviewer/x) answers the 404 envelope too,
+# with DEBUG on or off; the site's own prefixes keep Django's pages.
+_RESERVED = "|".join(sorted(RESERVED_SLUGS))
 
 urlpatterns = [
     re_path(r"^(?P<slug>[^/]+)/v1/", include((agent_urlpatterns, "rest"), namespace="rest")),
+    re_path(
+        rf"^(?!(?:{_RESERVED})/)(?P<slug>[^/]+)/[\s\S]*$",
+        NotFoundView.as_view(),
+        name="unknown_agent_route",
+    ),
 ]

@@ -17,7 +17,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.views import APIView
 
-from artifacts_app import access, selectors, services
+from artifacts_app import access, media, selectors, services
 from artifacts_app.blobs import content_too_large, max_content_bytes
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent
@@ -35,6 +35,7 @@ from artifacts_app.rest.parsers import (
     MultiPartParser,
 )
 from artifacts_app.rest.schema import CURSOR, LIMIT, errors
+from artifacts_app.values import json_loads
 
 TAG_FIELDS = frozenset(
     {
@@ -74,6 +75,15 @@ class AgentView(APIView):
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
+
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:  # HttpResponse
+        # API.md "Errors": OPTIONS is authenticated like GET (401 without credentials, 404 for
+        # an unknown agent) and says only which methods the route has — never DRF's metadata
+        # with the views' docstrings.
+        access.artifact_visibility(self.caller(), self.agent())
+        response = HttpResponse(status=204)
+        response["Allow"] = ", ".join(self.allowed_methods)
+        return response
 
 
 def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
@@ -271,14 +281,7 @@ class ArtifactsView(AgentView):
                 "A multipart tag needs a `record` part holding the JSON record.",
                 {"field": "record"},
             )
-        try:
-            body = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise ArtifactError(
-                "malformed_json",
-                f"The `record` part is not valid JSON: {exc}.",
-                {"field": "record"},
-            ) from None
+        body = json_loads(raw, what="The `record` part", field="record")
         body = object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
@@ -293,8 +296,11 @@ class ArtifactsView(AgentView):
         content_type = body.get("contentType")
         if content_type is None and upload.content_type:
             content_type = upload.content_type
-            if upload.charset:
-                content_type = f"{content_type}; charset={upload.charset}"
+            charset = upload.charset
+            if isinstance(charset, bytes):  # Django hands a file part's charset over as bytes
+                charset = charset.decode("latin-1")
+            if charset:
+                content_type = f"{content_type}; charset={charset}"
         return body, upload, content_type
 
 
@@ -357,7 +363,16 @@ class ContentView(AgentView):
                 f"Artifact {artifact_id!r} has no content; its record is all there is.",
             )
         return content_response(
-            request, sha256=row["blob_id"], size=row["blob__size"], content_type=row["content_type"]
+            request,
+            sha256=row["blob_id"],
+            size=row["blob__size"],
+            content_type=row["content_type"],
+            filename=media.download_name(
+                key=row["key"],
+                title=row["title"],
+                artifact_id=row["id"],
+                content_type=row["content_type"],
+            ),
         )
 
     @extend_schema(

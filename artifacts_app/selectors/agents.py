@@ -12,8 +12,9 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent, ApiKey, Session
-from artifacts_app.names import AGENT_KEY_PREFIX, USER_TOKEN_PREFIX, secret_hash
+from artifacts_app.names import AGENT_KEY_PREFIX, SLUG_RE, USER_TOKEN_PREFIX, secret_hash
 from artifacts_app.selectors import _sql
+from artifacts_app.values import text_problem
 
 AGENTS_LISTED = 500
 
@@ -22,7 +23,11 @@ def agent_get(agent: Agent | str) -> Agent:
     """The agent row for a slug (or the row itself); unknown slugs raise ``NotFoundError``."""
     if isinstance(agent, Agent):
         return agent
-    found = _sql.agent_by_slug(agent) if isinstance(agent, str) else None
+    # A string that cannot be a slug names no agent: answered without a query, so that a NUL or a
+    # lone surrogate in a URL never reaches SQL (PostgreSQL would refuse it with a 500).
+    found = (
+        _sql.agent_by_slug(agent) if isinstance(agent, str) and SLUG_RE.fullmatch(agent) else None
+    )
     if found is None:
         raise NotFoundError("unknown_agent", f"There is no agent {agent!r}.")
     return found
@@ -30,7 +35,7 @@ def agent_get(agent: Agent | str) -> Agent:
 
 def agent_find(slug: str) -> Agent | None:
     """The agent row for ``slug``, or None (pages that answer their own 404)."""
-    return _sql.agent_by_slug(slug) if isinstance(slug, str) else None
+    return _sql.agent_by_slug(slug) if isinstance(slug, str) and SLUG_RE.fullmatch(slug) else None
 
 
 def agent_slugs(*, limit: int = AGENTS_LISTED) -> list[str]:
@@ -71,7 +76,7 @@ def user_get(user: AbstractBaseUser | str) -> Any:
     model: Any = get_user_model()
     found = (
         model.objects.filter(**{model.USERNAME_FIELD: user}).first()
-        if isinstance(user, str) and "\x00" not in user
+        if isinstance(user, str) and text_problem(user) is None
         else None
     )
     if found is None:

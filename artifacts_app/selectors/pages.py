@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import Q
@@ -19,6 +19,7 @@ from artifacts_app.models import Agent, Artifact, Session
 from artifacts_app.names import keyed_id
 from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, iso_ms
 from artifacts_app.selectors.agents import agent_get, session_pk
+from artifacts_app.values import check_text
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -45,8 +46,10 @@ def cursor_decode(cursor: str) -> tuple[datetime, str]:
         moment = datetime.fromisoformat(stamp)
         if moment.tzinfo is None or not artifact_id or "\x00" in artifact_id:
             raise ValueError
-        return moment, artifact_id
-    except (ValueError, UnicodeError, binascii.Error):
+        # In UTC, as the database compares it: a crafted offset near year 1 or 9999 overflows here
+        # (OverflowError), not in the query.
+        return moment.astimezone(UTC), artifact_id
+    except (ValueError, OverflowError, UnicodeError, binascii.Error):
         raise ArtifactError(
             "invalid_cursor",
             "`cursor` is not one this server gave out; start again without it.",
@@ -135,6 +138,13 @@ def artifacts_page(
     """One page of the agent's artifacts, newest-updated first (ties by id descending)."""
     agent = agent_get(agent)
     size = check_limit(limit)
+    for name, value in (
+        ("kind", kind),
+        ("sessionId", session_id),
+        ("key", key),
+        ("source", source),
+    ):
+        check_text(value, field=name, code="invalid_query")
     qs = Artifact.objects.filter(agent_id=agent.pk)
     if visible is not None:
         qs = qs.filter(visible)

@@ -33,6 +33,8 @@ class Previous(NamedTuple):
     version: int
     pinned: bool
     oldest_version: int | None  # the oldest kept version's number (None: no version row)
+    session_sid: str | None  # the stream a move leaves (API.md "Events": reason moved)
+    kind: str
 
 
 class Deleted(NamedTuple):
@@ -69,13 +71,16 @@ def agent_counters_save(agent_id: int, counters: Counters) -> None:
 def artifact_previous(artifact_id: str) -> Previous | None:
     artifacts, blobs = q(Artifact._meta.db_table), q(Blob._meta.db_table)
     versions = q(ArtifactVersion._meta.db_table)
+    sessions = q(Session._meta.db_table)
     with connection.cursor() as cursor:
         # The oldest kept version: a seek on the (artifact, number) constraint, in the same
         # statement, so that the tag knows whether its new version replaces the oldest.
         cursor.execute(
             f"SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at, a.version, "
-            f"a.pinned, (SELECT MIN(v.number) FROM {versions} v WHERE v.artifact_id = a.id) "
-            f"FROM {artifacts} a LEFT JOIN {blobs} b ON b.sha256 = a.blob_id WHERE a.id = %s",
+            f"a.pinned, (SELECT MIN(v.number) FROM {versions} v WHERE v.artifact_id = a.id), "
+            f"s.sid, a.kind "
+            f"FROM {artifacts} a LEFT JOIN {blobs} b ON b.sha256 = a.blob_id "
+            f"LEFT JOIN {sessions} s ON s.id = a.session_id WHERE a.id = %s",
             [artifact_id],
         )
         row = cursor.fetchone()

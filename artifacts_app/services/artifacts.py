@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from artifacts_app import blobs, selectors
+from artifacts_app import blobs, media, selectors
 from artifacts_app.errors import ConflictError, NotFoundError
 from artifacts_app.events import DELETED, TAGGED, EventBatch
 from artifacts_app.models import Agent, Artifact
@@ -97,6 +97,8 @@ def artifact_tag(
         has_contents=contents is not None,
         content_type=content_type,
     )
+    if content_type is not None:
+        content_type = media.canonical(content_type)  # stored and served as parsed
     tag = _Tag(
         agent,
         spec.max,
@@ -216,6 +218,22 @@ def _tag_locked(tag: _Tag, content: ContentInfo | None, *, carry_content: bool =
         pinned=previous.pinned if previous is not None else False,
     )
     batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+    if (
+        previous is not None
+        and previous.session_id is not None
+        and previous.session_id != session_pk
+    ):
+        # API.md "Events": a record moving out of a session first leaves it, so that a viewer of
+        # the old session sees it go and never sees its new data.
+        batch.add(
+            DELETED,
+            at=now,
+            session_sid=previous.session_sid,
+            artifact_id=artifact_id,
+            turn_id=tag.turn_id,
+            record={"id": artifact_id, "key": tag.key, "kind": previous.kind},
+            reason="moved",
+        )
     batch.add(
         TAGGED,
         at=now,

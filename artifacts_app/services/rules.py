@@ -4,18 +4,15 @@ once, before anything is written."""
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import orjson
 from django.conf import settings
 from pydantic import ValidationError
 
+from artifacts_app import media
 from artifacts_app.errors import ArtifactError, SchemaInvalidError, TooLargeError
 from artifacts_app.models import Artifact
 from artifacts_app.names import (
-    CONTENT_TYPE_MAX,
-    CONTENT_TYPE_RE,
     KEY_MAX,
     KIND_RE,
     SESSION_ID_RE,
@@ -23,10 +20,9 @@ from artifacts_app.names import (
     TURN_MAX,
 )
 from artifacts_app.registry import FREEFORM_KIND, AgentSpec
+from artifacts_app.values import check_text, check_value
 
 SOURCES = (Artifact.SOURCE_HOST, Artifact.SOURCE_MODEL)
-# A JSON escape \u0000 not itself escaped (an even number of backslashes before it).
-_NUL_ESCAPE_RE = re.compile(rb"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def check_session_id(sid: Any, *, field: str) -> None:
@@ -49,8 +45,7 @@ def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
         raise ArtifactError(
             code, f"`{field}` is {len(value)} characters; the limit is {limit}.", {"field": field}
         )
-    if "\x00" in value:
-        raise ArtifactError(code, f"`{field}` may not contain NUL (U+0000).", {"field": field})
+    check_text(value, field=field, code=code)
 
 
 def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
@@ -102,28 +97,11 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
     return data
 
 
-def _encoded_json(data: Any) -> bytes:
-    try:
-        return orjson.dumps(data)
-    except (TypeError, orjson.JSONEncodeError) as exc:
-        raise ArtifactError(
-            "invalid_data", f"`data` must be JSON: {exc}.", {"field": "data"}
-        ) from None
-
-
 def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
     if content_type is None:
         return
-    if (
-        not isinstance(content_type, str)
-        or len(content_type) > CONTENT_TYPE_MAX
-        or not CONTENT_TYPE_RE.fullmatch(content_type)
-    ):
-        raise ArtifactError(
-            "invalid_content_type",
-            "`contentType` must be a media type such as text/markdown or application/pdf.",
-            {"field": "contentType"},
-        )
+    # Parsed, not pattern-matched (media.py): exactly one media type, or 400 invalid_content_type.
+    media.canonical(content_type if isinstance(content_type, str) else "")
     if not has_contents:
         raise ArtifactError(
             "content_type_without_contents",
@@ -133,16 +111,11 @@ def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
 
 
 def _check_data_size(parsed: Any) -> None:
+    # The one check of what both databases can hold (API.md "Errors"), for every entry point:
+    # what is stored is always what can be listed, read and replayed on SQLite and PostgreSQL.
+    encoded = check_value(parsed, field="data", code="invalid_data")  # its JSON, encoded once
     limit = int(settings.ARTIFACTS_MAX_DATA_BYTES)
-    encoded = _encoded_json(parsed)
     size = len(encoded)
-    if b"\\u0000" in encoded and _NUL_ESCAPE_RE.search(encoded):
-        # PostgreSQL's jsonb (and text) cannot hold U+0000: refuse it here, for every entry point.
-        raise ArtifactError(
-            "invalid_data",
-            "`data` may not contain NUL (U+0000) in any string or key; remove it or encode it.",
-            {"field": "data"},
-        )
     if size > limit:
         raise TooLargeError(
             "data_too_large",

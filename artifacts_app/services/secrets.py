@@ -11,6 +11,7 @@ from artifacts_app import selectors
 from artifacts_app.errors import NotFoundError
 from artifacts_app.models import Agent, ApiKey
 from artifacts_app.names import AGENT_KEY_PREFIX, LABEL_MAX, USER_TOKEN_PREFIX, secret_hash
+from artifacts_app.values import check_text
 
 
 def _new_secret(prefix: str) -> tuple[str, str]:
@@ -21,6 +22,7 @@ def _new_secret(prefix: str) -> tuple[str, str]:
 def agent_key_create(*, agent: Agent | str, label: str = "") -> tuple[ApiKey, str]:
     """A new agent key: full rights over that one agent. The secret is returned once, never stored."""
     agent = selectors.agent_get(agent)
+    check_text(label, field="label", code="invalid_label")
     public, secret = _new_secret(AGENT_KEY_PREFIX)
     key = ApiKey.objects.create(
         kind=ApiKey.KIND_AGENT,
@@ -35,6 +37,7 @@ def agent_key_create(*, agent: Agent | str, label: str = "") -> tuple[ApiKey, st
 def user_token_create(*, user: AbstractBaseUser | str, label: str = "") -> tuple[ApiKey, str]:
     """A new user token: acts as that user. The secret is returned once, never stored."""
     user_obj = selectors.user_get(user)
+    check_text(label, field="label", code="invalid_label")
     public, secret = _new_secret(USER_TOKEN_PREFIX)
     key = ApiKey.objects.create(
         kind=ApiKey.KIND_USER,

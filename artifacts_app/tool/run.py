@@ -18,6 +18,7 @@ from artifacts_app.errors import ArtifactError, SchemaInvalidError
 from artifacts_app.records import ArtifactRecord
 from artifacts_app.registry import AgentSpec
 from artifacts_app.tool.schema import strip_defaulted_nulls
+from artifacts_app.values import json_loads
 
 ARTIFACT_FIELDS = ("kind", "key", "title", "data")
 SHAPE = '{"artifact": {"kind": ..., "key": ... or null, "title": ... or null, "data": ...}}'
@@ -46,19 +47,21 @@ class ToolCall:
     data: Any
 
 
-def _loads(raw: str) -> Any:
+def _loads(raw: str | bytes) -> Any:
+    # The one parser (values.json_loads), as for every JSON body: NaN, Infinity, lone surrogates
+    # and runaway nesting are refused here as in REST, never handed to the standard library.
     try:
-        return json.loads(raw)
-    except ValueError as exc:
+        return json_loads(raw, what="The tool input", field="input")
+    except ArtifactError as exc:
         raise ToolInputError(
-            f"The tool input is not valid JSON ({exc}); send {SHAPE}.", "input"
+            f"{exc.message.rstrip('.')}; send {SHAPE}.", "input", code=exc.code
         ) from None
 
 
 def parse_call(spec: AgentSpec, tool_input: Any) -> ToolCall:
     """The kind, key, title and parsed data of a model's call; refusals name the field."""
     if isinstance(tool_input, (str, bytes)):
-        tool_input = _loads(tool_input if isinstance(tool_input, str) else tool_input.decode())
+        tool_input = _loads(tool_input)
     if not isinstance(tool_input, dict):
         raise ToolInputError(f"The tool input must be an object: {SHAPE}.", "input")
     extra = sorted(set(tool_input) - {"artifact"})

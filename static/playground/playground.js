@@ -130,13 +130,15 @@
       if (msg.seq <= lastSeq) return; // replay and live overlap: each seq once
       lastSeq = msg.seq;
     }
-    if (msg.type === "artifact.tagged" && msg.record) {
+    if (msg.type === "artifact.tagged" && msg.record && msg.sessionId && msg.sessionId !== config.session) {
+      remove(msg.record.id); // not this session's (any more): never show its new data here
+    } else if (msg.type === "artifact.tagged" && msg.record) {
       upsert(msg.record);
       loadFull(msg.record.id);
     } else if (msg.type === "artifact.pinned" && msg.record) {
       loadFull(msg.record.id);
     } else if (msg.type === "artifact.deleted" && msg.record) {
-      remove(msg.record.id);
+      remove(msg.record.id); // deleted, evicted, pruned, or moved to another session (API.md)
     } else if (msg.error || msg.type === "error") {
       const err = msg.error || msg;
       setStatus("error", err.message || "the server reported an error");

@@ -95,3 +95,29 @@ def test_recovers_the_events_it_missed_while_the_server_was_down(live, page):
     expect(card(page, missed["id"])).to_be_visible(timeout=5_000)
     expect(card(page, missed["id"]).locator(".title")).to_have_text("Tagged while offline")
     expect(card(page, doomed["id"])).to_have_count(0, timeout=5_000)
+
+
+@pytest.mark.parametrize("target", ["s_other", None])
+def test_a_record_moved_out_of_the_session_leaves_its_card(live, page, target):
+    open_session(page, live)
+    record = live.tag(
+        kind="report",
+        key=f"moving-{target}",
+        title="About to move",
+        data={"where": "here"},
+        sessionId="s_live",
+        contents="old content, for this session only",
+    )
+    target_card = card(page, record["id"])
+    expect(target_card).to_be_visible(timeout=5_000)
+    expect(target_card.locator(".preview-text")).to_contain_text("old content", timeout=5_000)
+    live.tag(
+        kind="report",
+        key=f"moving-{target}",
+        title="Moved away",
+        data={"where": "elsewhere"},
+        sessionId=target,
+    )
+    expect(target_card).to_have_count(0, timeout=5_000)
+    assert "Moved away" not in page.content() and "elsewhere" not in page.content()
+    assert page.locator(f'a[href*="{record["id"]}"]').count() == 0  # no dead download link

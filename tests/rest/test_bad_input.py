@@ -268,7 +268,7 @@ def test_bad_paths_answer_envelopes(world: World, client):
     for path, status, code in [
         ("/reviewer/v1/artifacts/", 404, "unknown_route"),
         ("/reviewer/v1/artifacts/art_nope", 404, "unknown_artifact"),
-        ("/reviewer/v1/artifacts/has%00nul", 404, "unknown_route"),
+        ("/reviewer/v1/artifacts/has%00nul", 400, "invalid_path"),  # refused at the door
         ("/reviewer/v1/sessions/s-none", 404, "unknown_session"),
         ("/reviewer/v1/", 404, "unknown_route"),
         ("/reviewer/v1/tools/nope", 404, "unknown_route"),

@@ -103,13 +103,25 @@ def test_headers_and_disposition(world: World, client, content_type, disposition
     ).record
     got = client.get(f"/reviewer/v1/artifacts/{record.id}/content", **bearer(world.agent_key))
     assert got.status_code == 200
-    assert got["Content-Type"] == content_type
-    assert got["Content-Disposition"] == disposition
+    assert got["Content-Type"] == content_type.lower()  # stored as parsed (media.py)
+    assert got["Content-Disposition"] == f'{disposition}; filename="c{media_ext(content_type)}"'
     assert got["X-Content-Type-Options"] == "nosniff"
     assert got["Content-Security-Policy"] == "sandbox"
     assert got["ETag"] == f'"{record.content.sha256}"'
     assert got["Content-Length"] == "21"
     assert body(got) == b"<svg onload=alert(1)>"
+
+
+def media_ext(content_type: str) -> str:
+    return {
+        "text/plain": ".txt",
+        "image/png": ".png",
+        "application/pdf": ".pdf",
+        "application/json": ".json",
+        "text/html": ".html",
+        "image/svg+xml": ".svg",
+        "text/markdown": ".md",
+    }.get(content_type.split(";")[0].lower(), ".bin")
 
 
 @pytest.fixture
