@@ -209,7 +209,13 @@ class Hub:
         me = origin()
         refresh = float(getattr(settings, "ARTIFACTS_WS_GROUP_REFRESH", 3600))
         next_refresh = self.loop.time() + refresh
+        task = asyncio.current_task()
         while True:
+            if task is not None and task.cancelling():
+                # Python 3.11's wait_for returns the inner result when the cancellation arrives
+                # just as the receive completes, swallowing it: without this check the reader
+                # waits on for the next message and the loop can never close.
+                raise asyncio.CancelledError
             try:
                 message = await asyncio.wait_for(self.layer.receive(self.channel), refresh)
             except TimeoutError:
@@ -217,7 +223,6 @@ class Hub:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                task = asyncio.current_task()
                 if task is not None and task.cancelling():
                     # A cancellation the Redis client turned into its own error (redis-py 8 does):
                     # retrying here would swallow it, and the loop could never close.
