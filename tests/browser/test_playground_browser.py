@@ -68,8 +68,8 @@ def test_log_in_and_see_the_session_newest_first_escaped(live, page, tmp_path):
     assert cards.nth(0).get_attribute("data-id") == second["id"]  # newest-updated first
     assert cards.nth(1).get_attribute("data-id") == first["id"]
     expect(cards.nth(0).locator(".title")).to_have_text(EVIL)  # shown as text, never run
-    expect(cards.nth(0).locator(".badge")).to_have_text("model")
-    expect(cards.nth(1).locator(".badge")).to_have_text("host")
+    expect(cards.nth(0).locator(".badge[class*=source-]")).to_have_text("model")
+    expect(cards.nth(1).locator(".badge[class*=source-]")).to_have_text("host")
     expect(cards.nth(1).locator(".data")).to_contain_text('"verdict": "approve"')
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#session-select").input_value() == "s_view"

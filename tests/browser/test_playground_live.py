@@ -58,7 +58,7 @@ def test_tag_appears_retag_changes_in_place_delete_removes(live, page):
         source="model",
     )
     expect(target.locator(".title")).to_have_text("Reviewed PR 11", timeout=5_000)
-    expect(target.locator(".badge")).to_have_text("model")
+    expect(target.locator(".badge[class*=source-]")).to_have_text("model")
     expect(target.locator(".data")).to_contain_text('"verdict": "approve"')
     expect(target).to_have_count(1)
     assert target.get_attribute("data-marker") == "same-node"  # changed in place, not redrawn

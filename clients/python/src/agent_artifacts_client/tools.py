@@ -36,7 +36,7 @@ class ToolResult:
         what = "created" if created else "replaced the artifact with this key"
         return cls(
             ok=True,
-            content=f"Tagged {record.kind} artifact {record.id} ({what}).",
+            content=f"Tagged {record.kind} artifact {record.id}, version {record.version} ({what}).",
             record=record,
             created=created,
         )
