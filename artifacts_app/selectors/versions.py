@@ -18,7 +18,7 @@ from django.db.models import Q
 
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent, Artifact, ArtifactVersion
-from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
+from artifacts_app.records import ArtifactRecord
 from artifacts_app.selectors.agents import agent_get
 from artifacts_app.selectors.pages import check_limit
 
@@ -46,28 +46,18 @@ DIFF_FIELDS = ("kind", "title", "sessionId", "turnId", "source", "content")
 
 def version_record(row: dict[str, Any]) -> ArtifactRecord:
     """A version row as the record it was: its own fields and ``version`` = its number;
-    ``updatedAt`` is the moment its tag committed, ``createdAt`` and ``pinned`` the record's."""
-    content = None
-    if row["blob_id"]:
-        content = ContentInfo(
-            size=row["blob__size"],
-            content_type=row["content_type"] or DEFAULT_BYTES_TYPE,
-            sha256=row["blob_id"],
-        )
-    return ArtifactRecord(
-        id=row["artifact_id"],
-        kind=row["kind"],
-        key=row["artifact__key"],
-        title=row["title"],
-        data=row["data"],
-        session_id=row["session__sid"],
-        turn_id=row["turn_id"],
-        source=row["source"],
-        content=content,
-        created_at=row["artifact__created_at"],
-        updated_at=row["created_at"],
-        version=row["number"],
-        pinned=bool(row["artifact__pinned"]),
+    ``updatedAt`` is the moment its tag committed, ``createdAt`` and ``pinned`` the record's.
+    Built by the one record builder, ``ArtifactRecord.from_values``, from the row renamed."""
+    return ArtifactRecord.from_values(
+        {
+            **row,
+            "id": row["artifact_id"],
+            "key": row["artifact__key"],
+            "version": row["number"],
+            "pinned": row["artifact__pinned"],
+            "created_at": row["artifact__created_at"],
+            "updated_at": row["created_at"],
+        }
     )
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 from channels.db import database_sync_to_async
@@ -42,18 +43,28 @@ def connect(path: str, token: str | None = None, headers: list | None = None):
     return WebsocketCommunicator(application, path, headers=hdrs)
 
 
-async def receive_all(comm: WebsocketCommunicator, timeout: float = 0.3) -> list[dict]:
-    """Everything sent until ``timeout`` passes quietly (receive_output's timeout would cancel
-    the application, so ask receive_nothing first)."""
+async def receive_all(
+    comm: WebsocketCommunicator, *, agent: str = "watched", session_id: str | None = None
+) -> list[dict]:
+    """Everything the stream sends before a marker tagged now (in ``session_id``, so that a
+    session's stream gets it too) arrives. The end is shown by the marker arriving next, not by
+    a quiet interval, so a slow machine delays the answer instead of cutting it short. Other
+    streams' markers (keys ``marker-…``) are left out."""
+    marker = (
+        await tag(agent=agent, key=f"marker-{uuid.uuid4().hex}", data={}, session_id=session_id)
+    ).record
     out = []
     while True:
-        if await comm.receive_nothing(timeout):
-            return out
-        message = await comm.receive_output(1)
+        message = await comm.receive_output(10)
         if message["type"] != "websocket.send":
             out.append({"closed": message.get("code")})
             return out
-        out.append(json.loads(message["text"]))
+        event = json.loads(message["text"])
+        record = event.get("record") or {}
+        if record.get("id") == marker.id:
+            return out
+        if not str(record.get("key") or "").startswith("marker-"):
+            out.append(event)
 
 
 async def receive_n(comm: WebsocketCommunicator, n: int, timeout: float = 5) -> list[dict]:

@@ -74,7 +74,18 @@ async def test_client_reconnects_with_after_across_a_restart(agent, daphnes):
     server.stop()
     nxt = asyncio.ensure_future(stream.__anext__())
     await database_sync_to_async(services.artifact_tag)(agent=slug, key="b", data={})
-    await asyncio.sleep(0.5)  # the client retries while nothing listens
+    # While nothing serves the port, the client keeps trying: a bare listener there sees it knock
+    # (and shuts each attempt) before the server comes back; counted, not slept on.
+    knocks = asyncio.Event()
+
+    async def shut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        knocks.set()
+        writer.close()
+
+    listener = await asyncio.start_server(shut, "127.0.0.1", server.port, reuse_address=True)
+    await asyncio.wait_for(knocks.wait(), 30)
+    listener.close()
+    await listener.wait_closed()
     assert not nxt.done()
     server = daphnes(port=server.port)
     assert (await asyncio.wait_for(nxt, 10))["record"]["key"] == "b"

@@ -19,7 +19,7 @@ async def test_a_move_leaves_the_old_session_first(keys, target):
     assert (await old.connect())[0] and (await agent.connect())[0]
     assert [e["type"] for e in await receive_n(old, 1)] == ["artifact.tagged"]
     await tag(agent="watched", kind="note", key="k", data={"v": "secret"}, session_id=target)
-    on_old = await receive_all(old)
+    on_old = await receive_all(old, session_id="s:alice")
     assert [(e["type"], e.get("reason"), e["sessionId"]) for e in on_old] == [
         ("artifact.deleted", "moved", "s:alice")
     ]
@@ -35,7 +35,7 @@ async def test_a_move_leaves_the_old_session_first(keys, target):
     if target:
         new = connect(f"/watched/v1/sessions/{target}/events?after=0", keys["agent_key"])
         assert (await new.connect())[0]
-        got = await receive_all(new)
+        got = await receive_all(new, session_id=target)
         assert [(e["type"], e["record"]["data"]) for e in got] == [
             ("artifact.tagged", {"v": "secret"})
         ]

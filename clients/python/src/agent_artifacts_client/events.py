@@ -5,8 +5,8 @@
 
 Each item is a message dict (API.md "Events"): ``artifact.tagged``, ``artifact.deleted``, and
 ``replay.truncated`` when the asked ``after`` is older than the stored events. The iterator keeps the
-last ``seq`` it yielded; when the connection drops (network, server restart, or 4429 because this
-client read too slowly) it reconnects with ``?after=<that seq>``, so nothing is missed or repeated.
+last ``seq`` it yielded; when the connection drops or cannot be made (network, server restart, a 5xx
+at the handshake, or 4429 because this client read too slowly) it reconnects with ``?after=<that seq>``, so nothing is missed or repeated.
 Refusals (4400, 4401, 4403, 4404) are final: ``StreamRefused`` with the code and the reason.
 """
 
@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - websockets 12
     from websockets import connect as _connect  # type: ignore[no-redef]
 
     _HEADERS = "extra_headers"
-from websockets.exceptions import ConnectionClosed
+from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
 FINAL = {4400, 4401, 4403, 4404}
 
@@ -76,7 +76,15 @@ async def subscribe(
         except ConnectionClosed as closed:
             code = closed.rcvd.code if closed.rcvd else None
             reason = closed.rcvd.reason if closed.rcvd else ""
-        except (TimeoutError, OSError):
+        except (TimeoutError, OSError, InvalidMessage):
+            # InvalidMessage: the connection closed during the handshake, as a server does while
+            # it starts or stops; as passing as a refused connection.
+            code, reason = None, ""
+        except InvalidStatus as status:
+            # A 5xx at the handshake (a proxy whose server is restarting) passes too; any other
+            # status is the server's answer and goes to the caller.
+            if status.response.status_code < 500:
+                raise
             code, reason = None, ""
         if code in FINAL:
             raise StreamRefused(code, reason or "")
