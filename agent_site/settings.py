@@ -237,7 +237,10 @@ if REDIS_URL:
                 # reading from …" (channels_redis#422). Longer than the block, so a read only times
                 # out when Redis is really gone.
                 "hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}],
-                "prefix": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts"),
+                # pytest-xdist's workers (and the servers their tests start) each keep their own
+                # groups, as they keep their own test database.
+                "prefix": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts")
+                + os.environ.get("PYTEST_XDIST_WORKER", ""),
                 # Events: each process holds ONE layer channel (artifacts_app.fanout) receiving one
                 # message per transaction, so capacity is batches waiting for a whole process — a
                 # 10,000 burst fits; past it the layer drops and the hub refills from the stored
