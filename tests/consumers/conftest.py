@@ -36,11 +36,18 @@ def keys(transactional_db, django_user_model):
     }
 
 
-def connect(path: str, token: str | None = None, headers: list | None = None):
+class Communicator(WebsocketCommunicator):
+    async def connect(self, timeout: float = 10):
+        # channels' default is 1 s; opening a stream on a loaded machine (auth, the hub joining
+        # the layer's groups on Redis) may take longer without anything being wrong.
+        return await super().connect(timeout)
+
+
+def connect(path: str, token: str | None = None, headers: list | None = None) -> Communicator:
     hdrs = list(headers or [])
     if token:
         hdrs.append((b"authorization", f"Bearer {token}".encode()))
-    return WebsocketCommunicator(application, path, headers=hdrs)
+    return Communicator(application, path, headers=hdrs)
 
 
 async def receive_all(
