@@ -225,7 +225,8 @@ def test_bad_bodies_are_refused_with_the_envelope_and_change_nothing(
         slug="free"
     )
     error = error_of(put(client, body, key), 400, code)
-    assert error["message"]
+    if code == "invalid_body" and isinstance(body, dict):
+        assert error["details"]["path"] == "kinds.k.description"
     assert get(client, key) == before
     assert (
         Agent.objects.values("kinds", "kinds_hash", "max_artifacts", "keep_versions").get(
