@@ -143,3 +143,52 @@ def test_healthz_answers_each_dependency_ok(settings, tmp_path, db):
     assert body["checks"]["storage"]["freeBytes"] > 0
     assert response["Cache-Control"].startswith("max-age=0")
     assert leftovers(tmp_path) == []  # the probe's file is gone
+
+
+def dead_s3(settings, port: int) -> None:
+    pytest.importorskip("storages", reason="S3 needs django-storages (pip install -e .[scale])")
+    from botocore.config import Config
+
+    storages = {name: dict(conf) for name, conf in settings.STORAGES.items()}
+    storages["artifacts"] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": "gone",
+            "endpoint_url": f"http://127.0.0.1:{port}",
+            "region_name": "us-east-1",
+            "access_key": "testing",
+            "secret_key": "testing",
+            "client_config": Config(
+                s3={"addressing_style": "path"},
+                connect_timeout=1,
+                read_timeout=1,
+                retries={"max_attempts": 1},
+            ),
+        },
+    }
+    settings.STORAGES = storages
+
+
+def test_an_unreachable_s3_answers_503_for_writes_and_reads(
+    settings, tmp_path, closed_port, agent_client
+):
+    use_local_storage(settings, tmp_path)
+    stored = agent_client.post(
+        "/reviewer/v1/artifacts",
+        {"kind": "report", "key": "kept", "data": {}, "contents": "bytes"},
+        content_type="application/json",
+    ).json()
+    dead_s3(settings, closed_port)
+    tag = agent_client.post(
+        "/reviewer/v1/artifacts",
+        {"kind": "report", "key": "new", "data": {}, "contents": "more bytes"},
+        content_type="application/json",
+    )
+    assert_envelope(tag, 503, "storage_unavailable")
+    assert not Artifact.objects.filter(key="new").exists()
+    read = agent_client.get(f"/reviewer/v1/artifacts/{stored['id']}/content")
+    assert_envelope(read, 503, "storage_unavailable")
+    assert leftovers(tmp_path) == []
+    health = Client().get("/healthz")
+    assert health.status_code == 503
+    assert health.json()["checks"]["storage"]["status"] == "unavailable"
