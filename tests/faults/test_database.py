@@ -16,6 +16,7 @@ import httpx
 import pytest
 import websockets
 
+from tests.faults.conftest import fill
 from tests.servers import HOST, ROOT, DaphneServer
 
 CONNECT_TIMEOUT = 2  # seconds, DATABASE_CONNECT_TIMEOUT for these servers
@@ -116,3 +117,26 @@ def test_a_database_that_accepts_and_never_answers(tmp_path, silent_port):
     with DaphneServer(env) as server:
         assert_database_unavailable(server)
     assert_commands_report_e103(env)
+
+
+def test_an_sqlite_database_on_a_full_disk_answers_507(tmp_path, small_disk):
+    env = env_for(f"sqlite:///{small_disk / 'db.sqlite3'}", tmp_path / "data")
+    for args in (("migrate", "--noinput", "-v", "0"), ("create_agent", "full-db")):
+        done = manage(env, *args)
+        assert done.returncode == 0, done.stderr[-2000:]
+    key = manage(env, "create_agent_key", "full-db").stdout.strip().splitlines()[-1]
+    with DaphneServer(env) as server:
+        with httpx.Client(base_url=server.base_url, timeout=60) as client:
+            auth = {"Authorization": f"Bearer {key}"}
+            first = client.post(
+                "/full-db/v1/artifacts", json={"key": "a", "data": {}}, headers=auth
+            )
+            assert first.status_code == 201, first.text
+            fill(small_disk)
+            big = {"key": "b", "data": {"text": "x" * 200_000}}  # a WAL page past the room left
+            refused = client.post("/full-db/v1/artifacts", json=big, headers=auth)
+            assert refused.status_code == 507, refused.text[:300]
+            assert refused.json()["error"]["code"] == "storage_full"
+            listed = client.get("/full-db/v1/artifacts", headers=auth)
+            assert listed.status_code == 200
+            assert [r["key"] for r in listed.json()["results"]] == ["a"]
