@@ -219,9 +219,12 @@ class Hub:
         except asyncio.CancelledError:
             raise
         except Exception:
-            if not self.layer_away:
-                log.warning("channel layer unreachable: serving events from the database")
-            self.layer_away = True
+            self._mark_away()
+
+    def _mark_away(self) -> None:
+        if not self.layer_away:  # once per outage
+            log.warning("channel layer unreachable: serving events from the database")
+        self.layer_away = True
 
     # --- a layer that goes away or restarts (issue 14) -------------------------------------------
 
@@ -239,9 +242,7 @@ class Hub:
                 except asyncio.CancelledError:
                     raise
                 except Exception:
-                    if not self.layer_away:
-                        log.warning("channel layer unreachable: serving events from the database")
-                        self.layer_away = True
+                    self._mark_away()
                     await self._catch_up_all()
                     continue
                 if self.layer_away or ids != self.layer_ids:
@@ -254,17 +255,23 @@ class Hub:
         finally:
             await watch.close()
 
-    async def _resync(self, ids: tuple[str, ...]) -> None:
+    async def _add_all_groups(self) -> bool:
+        """(Re-)join the group of every watched agent; False (logged) when the layer fails."""
         try:
             for agent_id in list(self.feeds):
                 await self.layer.group_add(agent_group(agent_id), self.channel)
         except asyncio.CancelledError:
             raise
         except Exception:
-            self.layer_away = True  # gone again: the next look retries
-            log.warning("re-adding the fan-out's groups failed; retrying", exc_info=True)
-        else:
+            log.warning("joining the fan-out's groups failed", exc_info=True)
+            return False
+        return True
+
+    async def _resync(self, ids: tuple[str, ...]) -> None:
+        if await self._add_all_groups():
             self.layer_ids, self.layer_away = ids, False
+        else:
+            self.layer_away = True  # gone again: the next look retries
         # Joined first, then read: what commits in between arrives live, and seqs dedupe.
         await self._catch_up_all()
 
@@ -325,13 +332,7 @@ class Hub:
             if self.loop.time() >= next_refresh:
                 # Group membership expires in the layer (group_expiry): renew it for live feeds.
                 next_refresh = self.loop.time() + refresh
-                try:
-                    for agent_id in list(self.feeds):
-                        await self.layer.group_add(agent_group(agent_id), self.channel)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.warning("renewing the fan-out's groups failed", exc_info=True)
+                await self._add_all_groups()
 
 
 CATCH_UP_LIMIT = 10_000  # stored events read per feed per look; the next look reads on

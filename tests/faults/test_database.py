@@ -103,17 +103,11 @@ def test_an_sqlite_database_that_cannot_be_opened(tmp_path):
     assert_commands_report_e103(env)
 
 
-def test_a_postgresql_port_that_refuses(tmp_path, closed_port):
+@pytest.mark.parametrize("fault", ["closed_port", "silent_port"])
+def test_a_postgresql_server_that_refuses_or_never_answers(tmp_path, request, fault):
     pytest.importorskip("psycopg", reason="PostgreSQL URLs need psycopg (pip install -e .[scale])")
-    env = env_for(f"postgres://postgres@{HOST}:{closed_port}/artifacts", tmp_path / "data")
-    with DaphneServer(env) as server:
-        assert_database_unavailable(server)
-    assert_commands_report_e103(env)
-
-
-def test_a_database_that_accepts_and_never_answers(tmp_path, silent_port):
-    pytest.importorskip("psycopg", reason="PostgreSQL URLs need psycopg (pip install -e .[scale])")
-    env = env_for(f"postgres://postgres@{HOST}:{silent_port}/artifacts", tmp_path / "data")
+    port = request.getfixturevalue(fault)  # a closed port, or a listener that never answers
+    env = env_for(f"postgres://postgres@{HOST}:{port}/artifacts", tmp_path / "data")
     with DaphneServer(env) as server:
         assert_database_unavailable(server)
     assert_commands_report_e103(env)
