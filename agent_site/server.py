@@ -13,7 +13,8 @@ application queue at once, so the body sits in memory a second time. ``Artifacts
   not a tmpfs), as Twisted would in ``/tmp``;
 - refuses a body past the site's limit as soon as it is passed — on ``Content-Length`` before any
   of the body is read, else while it arrives — with 413 and the API's error envelope, keeping none
-  of it (what is still coming is read and dropped, so that the client gets its answer);
+  of it (what is still coming is read and dropped, so that the client gets its answer); a spool
+  whose disk is full or read-only is refused the same way, with 507/503 (``artifacts_app.faults``);
 - hands the spooled body to the application in 1 MiB ``http.request`` messages as the application
   asks for them, instead of all at once (standard ASGI; no extension).
 
@@ -57,6 +58,30 @@ def body_limit(method: bytes, path: bytes) -> int:
     return content + int(settings.ARTIFACTS_MAX_JSON_BODY_BYTES) + 1024 * 1024
 
 
+def _envelope_response(status: bytes, error: Any, extra: bytes = b"") -> bytes:
+    body = orjson.dumps(error.as_envelope())
+    return (
+        b"HTTP/1.1 " + status + b"\r\n"
+        b"Content-Type: application/json\r\n"
+        b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\n"
+        + extra
+        + b"Connection: close\r\n\r\n"
+    ) + body
+
+
+def _spool_failed_response(exc: OSError) -> bytes:
+    # The spool's disk is full or read-only (issue 14): the envelope, not a dropped connection.
+    from artifacts_app import faults
+
+    error = faults.storage_failure(exc)
+    status = b"507 Insufficient Storage" if error.status == 507 else b"503 Service Unavailable"
+    return _envelope_response(
+        status, error, b"Retry-After: " + faults.retry_after(error).encode() + b"\r\n"
+    )
+
+
 def _too_large_response(method: bytes, path: bytes, limit: int) -> bytes:
     from artifacts_app.blobs import content_too_large, max_content_bytes
     from artifacts_app.errors import TooLargeError
@@ -72,14 +97,7 @@ def _too_large_response(method: bytes, path: bytes, limit: int) -> bytes:
             "store a smaller blob, or raise the limit in the server's settings.",
             {"limit": content},
         )
-    body = orjson.dumps(error.as_envelope())
-    head = (
-        b"HTTP/1.1 413 Request Entity Too Large\r\n"
-        b"Content-Type: application/json\r\n"
-        b"Content-Length: " + str(len(body)).encode() + b"\r\n"
-        b"Connection: close\r\n\r\n"
-    )
-    return head + body
+    return _envelope_response(b"413 Request Entity Too Large", error)
 
 
 class _SpooledBody(collections.deque):
@@ -134,13 +152,18 @@ class ArtifactsRequest(WebRequest):
         self._head = (getattr(channel, "_command", b""), getattr(channel, "_path", b""))
         self._limit = body_limit(*self._head)
         content: Any = io.BytesIO()
-        if length is None or length >= SPOOL_AT:
-            content = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
         self.content = content
         if length is not None and length > self._limit:
             # No "100 Continue" for a body that is refused anyway (Twisted sends it after this).
             self.requestHeaders.removeHeader(b"Expect")
             self._refuse()
+            return
+        if length is None or length >= SPOOL_AT:
+            try:
+                self.content = tempfile.TemporaryFile(dir=settings.FILE_UPLOAD_TEMP_DIR)
+            except OSError as exc:
+                self.requestHeaders.removeHeader(b"Expect")
+                self._refuse(_spool_failed_response(exc))
 
     def handleContentChunk(self, data: bytes) -> None:
         if self._refused:
@@ -149,7 +172,10 @@ class ArtifactsRequest(WebRequest):
         if self._limit is not None and self._received > self._limit:
             self._refuse()
             return
-        self.content.write(data)
+        try:
+            self.content.write(data)
+        except OSError as exc:
+            self._refuse(_spool_failed_response(exc))
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:
         if self._refused:
@@ -159,15 +185,21 @@ class ArtifactsRequest(WebRequest):
             return
         super().requestReceived(command, path, version)
 
-    def _refuse(self) -> None:
+    def _refuse(self, response: bytes | None = None) -> None:
+        """Answer now (413, or ``response``) and drop the body; nothing of it is kept."""
         self._refused = True
-        self.content.close()
+        try:
+            self.content.close()
+        except OSError:
+            pass  # a spool on a full disk may fail to flush: it is dropped anyway
         self.content = io.BytesIO()
         transport = self.channel.transport if self.channel is not None else None
         if transport is None:
             return
-        assert self._limit is not None
-        transport.write(_too_large_response(*self._head, self._limit))
+        if response is None:
+            assert self._limit is not None
+            response = _too_large_response(*self._head, self._limit)
+        transport.write(response)
         # Read and drop what the client still sends, for a while, so that it reads the answer
         # instead of a reset; then close.
         from twisted.internet import reactor

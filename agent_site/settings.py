@@ -51,6 +51,13 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+# Seconds; docs/operations.md "Timeouts". The statement timeout is PostgreSQL's (a silent server
+# is caught by the connect timeout, or by the pool's wait for a connection).
+DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
+DATABASE_STATEMENT_TIMEOUT = env_int("DATABASE_STATEMENT_TIMEOUT", 30, minimum=1)
+DATABASE_POOL_TIMEOUT = env_int("DATABASE_POOL_TIMEOUT", 10, minimum=1)
+
+
 def database_from_url(url: str) -> dict:
     """Turn ``postgres://user:pass@host:port/name?opt=v`` or ``sqlite:///path`` into a DATABASES entry."""
     parts = urlsplit(url)
@@ -63,6 +70,13 @@ def database_from_url(url: str) -> dict:
                 "DATABASE_URL names no database: add /<name> after the host."
             )
         pool = options.pop("pool", "").lower() in {"1", "true", "yes", "on"}
+        # Faults (docs/operations.md): a database that accepts and never answers must not hang a
+        # request. connect_timeout bounds the connection (the handshake included), and the
+        # server ends a statement past statement_timeout; both overridable in the URL.
+        options.setdefault("connect_timeout", str(DATABASE_CONNECT_TIMEOUT))
+        statement = f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT * 1000}"
+        if "statement_timeout" not in options.get("options", ""):
+            options["options"] = f"{options.get('options', '')} {statement}".strip()
         config: dict = {
             "ENGINE": "django.db.backends.postgresql",
             "NAME": name,
@@ -85,6 +99,8 @@ def database_from_url(url: str) -> dict:
                 # A connection the server dropped (restart, pg_terminate_backend) is replaced
                 # when it is taken from the pool, not handed to a request.
                 "check": _pool_check,
+                # A request waits this long for a free connection, then fails (503), not forever.
+                "timeout": DATABASE_POOL_TIMEOUT,
             }
         return config
     if scheme == "sqlite":
@@ -183,6 +199,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First: NUL in a path or query, and a wrong Host on the API, never reach a view (API.md "Errors").
     "artifacts_app.door.DoorMiddleware",
+    # A view that fails on a dependency (database, storage) answers 503/507 with the envelope.
+    "artifacts_app.health.FaultsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -228,6 +246,7 @@ if REDIS_URL:
     if not REDIS_URL.startswith(("redis://", "rediss://", "unix://")):
         raise ImproperlyConfigured("REDIS_URL must start with redis://, rediss:// or unix://.")
     REDIS_SOCKET_TIMEOUT = 15  # seconds; channels_redis blocks 5 s per BZPOPMIN
+    REDIS_CONNECT_TIMEOUT = env_int("REDIS_CONNECT_TIMEOUT", 5, minimum=1)
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -236,7 +255,14 @@ if REDIS_URL:
                 # channels_redis blocks in BZPOPMIN: receive() then fails every ~5 s with "Timeout
                 # reading from …" (channels_redis#422). Longer than the block, so a read only times
                 # out when Redis is really gone.
-                "hosts": [{"address": REDIS_URL, "socket_timeout": REDIS_SOCKET_TIMEOUT}],
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": REDIS_SOCKET_TIMEOUT,
+                        # A Redis that is gone fails a send in seconds, not at the OS's TCP timeout.
+                        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                    }
+                ],
                 # pytest-xdist's workers (and the servers their tests start) each keep their own
                 # groups, as they keep their own test database.
                 "prefix": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts")
@@ -321,6 +347,11 @@ ARTIFACTS_WS_BUFFER = env_int("ARTIFACTS_WS_BUFFER", 1000, minimum=1)
 # How long an event past a seq hole waits for the hole before it is read from the stored rows.
 ARTIFACTS_WS_GAP_WAIT = env_int("ARTIFACTS_WS_GAP_WAIT_MS", 500, minimum=1) / 1000
 ARTIFACTS_WS_GROUP_REFRESH = 3600  # seconds; below the layer's group_expiry
+# Seconds between the fan-out's looks at Redis (its server id): a restart or an outage is noticed
+# within this, groups are re-added and feeds caught up from the stored events (docs/operations.md).
+ARTIFACTS_WS_LAYER_WATCH = env_int("ARTIFACTS_WS_LAYER_WATCH_MS", 2000, minimum=50) / 1000
+# Seconds /healthz waits for each dependency's answer before it reports it unavailable.
+ARTIFACTS_HEALTH_TIMEOUT = env_int("ARTIFACTS_HEALTH_TIMEOUT_MS", 3000, minimum=50) / 1000
 ARTIFACTS_WS_PUBLISH_BACKLOG = 10_000  # layer sends waiting in one process before drops (logged)
 
 ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
@@ -357,6 +388,9 @@ def s3_storage_from_env() -> dict:
             "ARTIFACTS_STORAGE=s3 needs django-storages with boto3: pip install -e '.[scale]'."
         )
     from boto3.s3.transfer import TransferConfig
+    from botocore.config import Config
+
+    s3_config = {"addressing_style": "path"} if endpoint else {}
 
     return {
         "BACKEND": "storages.backends.s3.S3Storage",
@@ -372,6 +406,14 @@ def s3_storage_from_env() -> dict:
             "querystring_expire": env_int("ARTIFACTS_S3_REDIRECT_EXPIRY", 300, minimum=1),
             # Path-style works with every S3-compatible server (MinIO, moto, Ceph); AWS accepts it.
             "addressing_style": "path" if endpoint else None,
+            # Bounded calls (faults): a storage that stalls fails a request with 503 in seconds.
+            # Given here, the client config must carry the addressing style itself.
+            "client_config": Config(
+                s3=s3_config,
+                connect_timeout=env_int("ARTIFACTS_S3_CONNECT_TIMEOUT", 5, minimum=1),
+                read_timeout=env_int("ARTIFACTS_S3_READ_TIMEOUT", 30, minimum=1),
+                retries={"max_attempts": 3, "mode": "standard"},
+            ),
             # Multipart uploads of 8 MiB parts, two at a time: memory stays bounded per upload.
             "transfer_config": TransferConfig(
                 multipart_threshold=8 * 1024 * 1024,

@@ -9,6 +9,7 @@ never a record without its bytes. Identical contents are stored once.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -21,10 +22,14 @@ from django.core.files.storage import FileSystemStorage, Storage, storages
 from django.db import connection
 from django.utils import timezone
 
+from artifacts_app import faults
 from artifacts_app.errors import ArtifactError, TooLargeError
 from artifacts_app.models import Blob
 
+log = logging.getLogger(__name__)
+
 CHUNK_SIZE = 256 * 1024
+TEMP_PREFIX = "blob-"  # BlobWriter's temporary files; gc_blobs sweeps those a crash left
 
 
 @dataclass(frozen=True)
@@ -86,12 +91,83 @@ def _chunks(source: bytes | str | IO[bytes] | Iterable[bytes]) -> Iterator[bytes
         )
 
 
-def _temp_dir(storage: Storage) -> str:
+def _temp_path(storage: Storage) -> str:
     # On local disk, write next to the final place so that the move is an atomic rename.
     if isinstance(storage, FileSystemStorage):
-        path = os.path.join(storage.location, ".incoming")
-    else:
-        path = str(settings.FILE_UPLOAD_TEMP_DIR)
+        return os.path.join(storage.location, ".incoming")
+    return str(settings.FILE_UPLOAD_TEMP_DIR)
+
+
+def _temp_dir(storage: Storage) -> str:
+    path = _temp_path(storage)
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
+@dataclass
+class TempSweep:
+    removed: int = 0
+    bytes: int = 0
+
+
+def temp_files_sweep(*, older_than: float, dry_run: bool = False) -> TempSweep:
+    """Remove (``dry_run``: count) the temporary files of uploads that never finished — a crash
+    or a kill mid-upload leaves them — last written before ``older_than`` (a POSIX time): the
+    ``BlobWriter`` files beside the storage (or in ``FILE_UPLOAD_TEMP_DIR`` with S3) and Django's
+    named upload files in ``FILE_UPLOAD_TEMP_DIR``. A live upload writes its file as bytes arrive,
+    so its modification time stays young."""
+    report = TempSweep()
+    dirs = dict.fromkeys([_temp_path(blob_storage()), str(settings.FILE_UPLOAD_TEMP_DIR)])
+    for path in dirs:
+        try:
+            entries = list(os.scandir(path))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise faults.storage_failure(exc) from exc
+        for entry in entries:
+            if not (entry.name.startswith(TEMP_PREFIX) or ".upload" in entry.name):
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)
+                if not entry.is_file(follow_symlinks=False) or info.st_mtime >= older_than:
+                    continue
+                if not dry_run:
+                    os.unlink(entry.path)
+            except FileNotFoundError:
+                continue  # its upload finished or was discarded meanwhile
+            except OSError as exc:
+                raise faults.storage_failure(exc) from exc
+            report.removed += 1
+            report.bytes += info.st_size
+    return report
+
+
+def storage_probe() -> dict[str, Any]:
+    """Whether the blob storage takes an upload now (``/healthz``): a small file is written,
+    synced and removed where uploads write theirs (beside local storage, and the request bodies'
+    spool, ``FILE_UPLOAD_TEMP_DIR``), and the free bytes there are reported; with S3 the bucket
+    must also answer a lookup (bounded by the client's timeouts). Raises what the storage raises."""
+    storage = blob_storage()
+    free = None
+    for path in dict.fromkeys([_temp_dir(storage), _temp_dir_of_spool()]):
+        fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX + "probe-", dir=path)
+        try:
+            os.write(fd, b"ok")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(name)
+        stat = os.statvfs(path)
+        room = stat.f_bavail * stat.f_frsize
+        free = room if free is None else min(free, room)
+    if not isinstance(storage, FileSystemStorage):
+        storage.exists("healthz-probe")
+    return {"freeBytes": free}
+
+
+def _temp_dir_of_spool() -> str:
+    path = str(settings.FILE_UPLOAD_TEMP_DIR)
     os.makedirs(path, exist_ok=True)
     return path
 
@@ -107,9 +183,13 @@ class BlobWriter:
         self.storage = blob_storage()
         self.size = 0
         self._digest = hashlib.sha256()
-        fd, self._path = tempfile.mkstemp(prefix="blob-", dir=_temp_dir(self.storage))
-        self._file: IO[bytes] | None = os.fdopen(fd, "wb")
+        self._path = ""
+        self._file: IO[bytes] | None = None
         self.stored: StoredBlob | None = None
+        # A full or read-only storage answers 507/503 (faults), never a 500.
+        with faults.storage_errors():
+            fd, self._path = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=_temp_dir(self.storage))
+            self._file = os.fdopen(fd, "wb")
 
     def write(self, chunk: bytes) -> None:
         if self._file is None:
@@ -119,14 +199,28 @@ class BlobWriter:
             self.discard()
             raise content_too_large(self.limit)
         self._digest.update(chunk)
-        self._file.write(chunk)
+        try:
+            self._file.write(chunk)
+        except OSError as exc:
+            self.discard()
+            raise faults.storage_failure(exc) from exc
 
     def discard(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-        if os.path.exists(self._path):
-            os.unlink(self._path)
+        """Close and remove the temporary file; never raises (it runs on failure paths, where the
+        disk that refused a write may refuse the close's flush too)."""
+        file, self._file = self._file, None
+        if file is not None:
+            try:
+                file.close()
+            except OSError:
+                pass
+        if self._path:
+            try:
+                os.unlink(self._path)
+            except FileNotFoundError:
+                pass
+            except OSError:
+                log.exception("could not remove the temporary blob %s (gc_blobs will)", self._path)
 
     def finish(self) -> StoredBlob:
         if self.stored is not None:
@@ -134,28 +228,32 @@ class BlobWriter:
         if self._file is None:
             raise ValueError("the blob was discarded")
         try:
-            self._file.close()
+            with faults.storage_errors():
+                self._file.close()  # the last buffered bytes may not fit: ENOSPC here too
             self._file = None
             sha = self._digest.hexdigest()
-            name = blob_name(sha)
             _claim(sha, self.size)
-            storage = self.storage
-            if isinstance(storage, FileSystemStorage):
-                final = storage.path(name)
-                if not os.path.exists(final):
-                    os.makedirs(os.path.dirname(final), exist_ok=True)
-                    os.chmod(self._path, 0o644)
-                    os.replace(self._path, final)
-            elif not storage.exists(name):
-                if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
-                    _s3_upload(storage, name, self._path)
-                else:
-                    with open(self._path, "rb") as fh:
-                        storage.save(name, File(fh, name=name))
+            with faults.storage_errors():
+                self._move_into_place(blob_name(sha))
             self.stored = StoredBlob(sha256=sha, size=self.size)
             return self.stored
         finally:
             self.discard()
+
+    def _move_into_place(self, name: str) -> None:
+        storage = self.storage
+        if isinstance(storage, FileSystemStorage):
+            final = storage.path(name)
+            if not os.path.exists(final):
+                os.makedirs(os.path.dirname(final), exist_ok=True)
+                os.chmod(self._path, 0o644)
+                os.replace(self._path, final)
+        elif not storage.exists(name):
+            if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
+                _s3_upload(storage, name, self._path)
+            else:
+                with open(self._path, "rb") as fh:
+                    storage.save(name, File(fh, name=name))
 
 
 def blob_put(
@@ -206,11 +304,13 @@ def _claim(sha256: str, size: int) -> None:
 
 def blob_open(sha256: str) -> IO[bytes]:
     """Open a stored blob for reading (binary)."""
-    return blob_storage().open(blob_name(sha256), "rb")
+    with faults.storage_errors():
+        return blob_storage().open(blob_name(sha256), "rb")
 
 
 def blob_exists(sha256: str) -> bool:
-    return blob_storage().exists(blob_name(sha256))
+    with faults.storage_errors():
+        return blob_storage().exists(blob_name(sha256))
 
 
 def blob_iter(
@@ -237,7 +337,8 @@ def blob_read(sha256: str, *, start: int = 0, end: int | None = None) -> bytes:
 
 
 def blob_delete(sha256: str) -> None:
-    blob_storage().delete(blob_name(sha256))
+    with faults.storage_errors():
+        blob_storage().delete(blob_name(sha256))
 
 
 def blob_url(sha256: str, **kwargs: Any) -> str | None:

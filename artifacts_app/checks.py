@@ -7,6 +7,8 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
+from artifacts_app import faults
+
 
 @checks.register(checks.Tags.compatibility, deploy=False)
 def check_layer_for_processes(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
@@ -44,6 +46,35 @@ def check_persistent_connections(app_configs: Any = None, **_: Any) -> list[chec
                     hint="Set CONN_HEALTH_CHECKS = True (the default settings do), or "
                     "CONN_MAX_AGE = 0.",
                     id="artifacts.W102",
+                )
+            )
+    return messages
+
+
+REACHABLE = "artifacts_reachable"  # the tag of the reachability check alone (commands/migrate.py)
+
+
+@checks.register(checks.Tags.database, REACHABLE)
+def check_database_reachable(
+    app_configs: Any = None, databases: Any = None, **_: Any
+) -> list[checks.CheckMessage]:
+    """A database the site cannot reach is an error, not a passing ``check`` followed by failing
+    requests. Bounded by the connection's timeouts (settings ``DATABASE_CONNECT_TIMEOUT``).
+    Runs for ``check`` (every database) and for commands that name theirs (``migrate``)."""
+    messages: list[checks.CheckMessage] = []
+    for alias in databases if databases is not None else settings.DATABASES:
+        try:
+            faults.database_probe(alias)
+        except Exception as exc:
+            if faults.classify(exc) is None:
+                raise
+            messages.append(
+                checks.Error(
+                    f"The database {alias!r} cannot be reached: {type(exc).__name__}: "
+                    f"{str(exc).strip() or 'no answer'}",
+                    hint="Start it, or fix DATABASE_URL (host, port, name, credentials); the "
+                    "connection gives up after DATABASE_CONNECT_TIMEOUT seconds.",
+                    id="artifacts.E103",
                 )
             )
     return messages

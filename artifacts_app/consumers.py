@@ -8,6 +8,9 @@ Close codes (the reason says what to do):
   4404  unknown agent or session
   4429  this client fell behind (its buffer of ``ARTIFACTS_WS_BUFFER`` unsent events filled):
         reconnect with ``?after=<last seq received>``; replay makes it whole.
+  4503  the database did not answer (opening the stream, or reading its replay): reconnect
+        later with ``?after=<last seq received>``. (A channel layer that goes away or restarts
+        closes nothing: the fan-out serves the stored events meanwhile and resyncs, ``fanout``.)
 Before replaying, a client whose ``after`` is older than the stored events gets
 ``{"type": "replay.truncated", "after": n, "oldestSeq": m, "message": …}`` and then what is stored.
 """
@@ -24,8 +27,14 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from artifacts_app import access, fanout, selectors
-from artifacts_app.errors import ArtifactError, ForbiddenError, NotFoundError, UnauthenticatedError
+from artifacts_app import access, fanout, faults, selectors
+from artifacts_app.errors import (
+    ArtifactError,
+    ForbiddenError,
+    NotFoundError,
+    UnauthenticatedError,
+    UnavailableError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +43,10 @@ CALLER = "artifacts_caller"
 REFUSAL = "artifacts_refusal"  # (close code, reason) or None
 
 BAD_REQUEST, UNAUTHENTICATED, FORBIDDEN, NOT_FOUND, LAGGING = 4400, 4401, 4403, 4404, 4429
+UNAVAILABLE = 4503
+UNAVAILABLE_REASON = (
+    "The database did not answer: reconnect later with ?after=<the last seq you received>."
+)
 
 
 def close_code(error: ArtifactError) -> int:
@@ -43,7 +56,16 @@ def close_code(error: ArtifactError) -> int:
         return FORBIDDEN
     if isinstance(error, NotFoundError):
         return NOT_FOUND
+    if isinstance(error, UnavailableError):
+        return UNAVAILABLE
     return BAD_REQUEST
+
+
+def _unavailable(exc: Exception) -> bool:
+    if faults.classify(exc) is None:
+        return False
+    log.warning("a stream closed with %s: %r", UNAVAILABLE, exc)
+    return True
 
 
 def _reason(text: str) -> str:
@@ -93,6 +115,11 @@ class EventsConsumer(AsyncWebsocketConsumer):
         except ArtifactError as error:
             await self.refuse(close_code(error), error.message)
             return
+        except Exception as exc:  # the database: 4503, not a dropped handshake
+            if not _unavailable(exc):
+                raise
+            await self.refuse(UNAVAILABLE, UNAVAILABLE_REASON)
+            return
         self.stream = stream
         self.session_sid = stream.session_sid
         self.buffer: asyncio.Queue[tuple[int, str]] = asyncio.Queue(
@@ -101,7 +128,13 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self.lagging = False
         # Join first, then read the stored rows: whatever commits in between arrives live. The
         # handshake completes only once joined, so an open socket misses nothing from then on.
-        await fanout.hub().join(stream.agent_id, self)
+        try:
+            await fanout.hub().join(stream.agent_id, self)
+        except Exception as exc:
+            if not _unavailable(exc):
+                raise
+            await self.refuse(UNAVAILABLE, UNAVAILABLE_REASON)
+            return
         await self.accept()
         self.writer = asyncio.get_running_loop().create_task(self._write(after))
 
@@ -125,6 +158,15 @@ class EventsConsumer(AsyncWebsocketConsumer):
         )
 
     async def _write(self, after: int | None) -> None:
+        try:
+            await self._write_all(after)
+        except Exception as exc:
+            if not _unavailable(exc):
+                raise
+            self._leave()
+            await self.close(code=UNAVAILABLE, reason=UNAVAILABLE_REASON)
+
+    async def _write_all(self, after: int | None) -> None:
         last = -1
         if after is not None:
             last = after

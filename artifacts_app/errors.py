@@ -60,6 +60,21 @@ class UnauthenticatedError(ArtifactError):
     status = 401
 
 
+class UnavailableError(ArtifactError):
+    """A dependency (the database, the blob storage) failed or did not answer in time: the
+    service, not the request, is at fault; the same request may succeed later (``Retry-After``)."""
+
+    status = 503
+    retry_after = 5  # seconds, a hint for clients and proxies
+
+
+class StorageFullError(UnavailableError):
+    """The storage has no room left (ENOSPC, a quota): 507 Insufficient Storage."""
+
+    status = 507
+    retry_after = 60
+
+
 class SchemaInvalidError(ArtifactError):
     """``data`` does not match its kind's schema. Keeps pydantic's error, so that the tool can
     word the same refusal for the model without validating again."""

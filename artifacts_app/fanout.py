@@ -39,6 +39,7 @@ import orjson
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from artifacts_app import layer as layer_servers
 from artifacts_app import selectors
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,10 @@ class Hub:
         self.reader: asyncio.Task | None = None
         self._layer_lock = asyncio.Lock()
         self.gap_wait = float(getattr(settings, "ARTIFACTS_WS_GAP_WAIT", 0.5))
+        # The layer's servers as last seen (their run_ids), and whether they are away now.
+        self.watcher: asyncio.Task | None = None
+        self.layer_ids: tuple[str, ...] | None = None
+        self.layer_away = False
 
     # --- sockets -------------------------------------------------------------------------------
 
@@ -91,7 +96,7 @@ class Hub:
             feed.subscribers.add(subscriber)
             try:
                 if self.remote:
-                    await self._group_add(agent_id)
+                    await self._group_add_or_watch(agent_id)
                 last_seq = await database_sync_to_async(selectors.agent_last_seq)(agent_id)
             except BaseException:
                 feed.subscribers.discard(subscriber)
@@ -192,10 +197,99 @@ class Hub:
                 self.layer = new_layer()
                 self.channel = await self.layer.new_channel("artifacts.hub.")
                 self.reader = self.loop.create_task(self._read_forever())
+                watch = layer_servers.ServerWatch(timeout=_watch_timeout())
+                try:  # before the first group_add: a restart after it is then seen as one
+                    self.layer_ids = await watch.server_ids()
+                except asyncio.CancelledError:
+                    await watch.close()
+                    raise
+                except Exception:
+                    self.layer_away = True
+                self.watcher = self.loop.create_task(self._watch_forever(watch))
 
     async def _group_add(self, agent_id: int) -> None:
         await self._ensure_channel()
         await self.layer.group_add(agent_group(agent_id), self.channel)
+
+    async def _group_add_or_watch(self, agent_id: int) -> None:
+        # With the layer away the socket still opens: its feed is served from the stored events
+        # until the watcher sees the layer back and joins the group (``_resync``).
+        try:
+            await self._group_add(agent_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._mark_away()
+
+    def _mark_away(self) -> None:
+        if not self.layer_away:  # once per outage
+            log.warning("channel layer unreachable: serving events from the database")
+        self.layer_away = True
+
+    # --- a layer that goes away or restarts (issue 14) -------------------------------------------
+
+    async def _watch_forever(self, watch: layer_servers.ServerWatch) -> None:
+        """Every ``ARTIFACTS_WS_LAYER_WATCH`` seconds: ask the layer's servers who they are. While
+        they do not answer, catch every feed up from the stored events (other processes' events
+        cannot arrive); when they answer again, or answer as other servers (a restart forgot our
+        groups), re-add every group at once and catch up what was missed meanwhile."""
+        interval = float(getattr(settings, "ARTIFACTS_WS_LAYER_WATCH", 2.0))
+        try:
+            while True:
+                await asyncio.sleep(interval)
+                try:
+                    ids = await watch.server_ids()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    self._mark_away()
+                    await self._catch_up_all()
+                    continue
+                if self.layer_away or ids != self.layer_ids:
+                    log.warning(
+                        "channel layer %s: re-adding %d group(s) and catching up",
+                        "back" if ids == self.layer_ids else "restarted",
+                        len(self.feeds),
+                    )
+                    await self._resync(ids)
+        finally:
+            await watch.close()
+
+    async def _add_all_groups(self) -> bool:
+        """(Re-)join the group of every watched agent; False (logged) when the layer fails."""
+        try:
+            for agent_id in list(self.feeds):
+                await self.layer.group_add(agent_group(agent_id), self.channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("joining the fan-out's groups failed", exc_info=True)
+            return False
+        return True
+
+    async def _resync(self, ids: tuple[str, ...]) -> None:
+        if await self._add_all_groups():
+            self.layer_ids, self.layer_away = ids, False
+        else:
+            self.layer_away = True  # gone again: the next look retries
+        # Joined first, then read: what commits in between arrives live, and seqs dedupe.
+        await self._catch_up_all()
+
+    async def _catch_up_all(self) -> None:
+        for feed in list(self.feeds.values()):
+            if feed.next_seq is None or self.feeds.get(feed.agent_id) is not feed:
+                continue
+            try:
+                stored = await database_sync_to_async(_stored_after)(
+                    feed.agent_id, feed.next_seq - 1
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("catching up agent %s failed; retrying", feed.agent_id, exc_info=True)
+                continue
+            if stored:
+                self.deliver(feed.agent_id, stored)
 
     async def _group_discard(self, agent_id: int) -> None:
         if agent_id in self.feeds:  # someone joined again meanwhile
@@ -227,7 +321,10 @@ class Hub:
                     # A cancellation the Redis client turned into its own error (redis-py 8 does):
                     # retrying here would swallow it, and the loop could never close.
                     raise asyncio.CancelledError from exc
-                log.exception("receiving from the channel layer failed; retrying")
+                # Once per outage, not once a second: the watcher says when it is back.
+                (log.debug if self.layer_away else log.warning)(
+                    "receiving from the channel layer failed; retrying", exc_info=True
+                )
                 await asyncio.sleep(1)
                 continue
             if message is not None and message.get("origin") != me:
@@ -235,8 +332,19 @@ class Hub:
             if self.loop.time() >= next_refresh:
                 # Group membership expires in the layer (group_expiry): renew it for live feeds.
                 next_refresh = self.loop.time() + refresh
-                for agent_id in list(self.feeds):
-                    await self.layer.group_add(agent_group(agent_id), self.channel)
+                await self._add_all_groups()
+
+
+CATCH_UP_LIMIT = 10_000  # stored events read per feed per look; the next look reads on
+
+
+def _stored_after(agent_id: int, after: int) -> list[dict[str, Any]]:
+    last = selectors.agent_last_seq(agent_id)
+    return selectors.events_between(agent_id, after, min(last, after + CATCH_UP_LIMIT) + 1)
+
+
+def _watch_timeout() -> float:
+    return max(1.0, float(getattr(settings, "ARTIFACTS_WS_LAYER_WATCH", 2.0)))
 
 
 _BLANK = contextvars.Context()

@@ -18,8 +18,8 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http.request import validate_host
 
-from artifacts_app import access
-from artifacts_app.consumers import CALLER, REFUSAL
+from artifacts_app import access, faults
+from artifacts_app.consumers import CALLER, REFUSAL, UNAVAILABLE, UNAVAILABLE_REASON
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -67,6 +67,32 @@ class BearerAuthMiddleware:
         return await self.inner(scope, receive, send)
 
 
+class UnavailableGuard:
+    """A database that fails while the caller is resolved (the session cookie's user, a bearer
+    token) closes the handshake with 4503 (consumers.py), as a failure later on does."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+        sent = False
+
+        async def tracked_send(message: dict[str, Any]) -> None:
+            nonlocal sent
+            sent = True
+            await send(message)
+
+        try:
+            return await self.inner(scope, receive, tracked_send)
+        except Exception as exc:
+            if sent or faults.classify(exc) is None:
+                raise
+            await send({"type": "websocket.accept"})
+            await send(
+                {"type": "websocket.close", "code": UNAVAILABLE, "reason": UNAVAILABLE_REASON}
+            )
+
+
 def WsAuthStack(inner: Any) -> Any:
     """Cookie session + user (Channels), then bearer tokens and the origin rule (ours)."""
-    return AuthMiddlewareStack(BearerAuthMiddleware(inner))
+    return UnavailableGuard(AuthMiddlewareStack(BearerAuthMiddleware(inner)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import IO, Any
 
 from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
 from django.http.response import HttpResponseBase
@@ -75,9 +75,9 @@ def etag_matches(header: str | None, etag: str) -> bool:
     return False
 
 
-async def blob_chunks(sha256: str, start: int, end: int) -> AsyncIterator[bytes]:
-    """The bytes ``start``..``end`` (inclusive), one thread hop per chunk, never the whole blob."""
-    fh = await asyncio.to_thread(blob_open, sha256)
+async def blob_chunks(fh: IO[bytes], start: int, end: int) -> AsyncIterator[bytes]:
+    """The bytes ``start``..``end`` (inclusive) of an open blob, one thread hop per chunk, never
+    the whole blob."""
     try:
         if start:
             await asyncio.to_thread(fh.seek, start)
@@ -154,11 +154,16 @@ def content_response(
     start, end = wanted if wanted is not None else (0, size - 1)
     length = end - start + 1 if size else 0
     send_bytes = length and request.method != "HEAD"  # HEAD: the headers only, no read
+    # Opened here, before the status is sent: a storage that fails answers 503 (faults), not a
+    # 200 whose body breaks off.
+    fh = blob_open(sha256) if send_bytes else None
     response = StreamingHttpResponse(
-        blob_chunks(sha256, start, end) if send_bytes else _empty(),
+        blob_chunks(fh, start, end) if fh is not None else _empty(),
         status=206 if wanted is not None else 200,
         content_type=content_type,
     )
+    if fh is not None:
+        response._resource_closers.append(fh.close)  # type: ignore[attr-defined]  # unread body too
     response["Content-Length"] = str(length)
     if wanted is not None:
         response["Content-Range"] = f"bytes {start}-{end}/{size}"

@@ -3,11 +3,13 @@
 ``ArtifactError`` from the services and access rules, DRF's own exceptions (parse errors, 405,
 throttling, failed authentication, CSRF) and Django's (Http404, PermissionDenied, a body past
 ``DATA_UPLOAD_MAX_MEMORY_SIZE``) all answer ``{"error": {"code", "message", "details"?}}``.
-Anything else is a bug and stays a 500.
+A dependency failure (the database, the storage: ``faults``) answers 503 or 507 in the same
+envelope. Anything else is a bug and stays a 500.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
@@ -22,7 +24,10 @@ from django.http import Http404, HttpResponse
 from rest_framework import exceptions
 from rest_framework.views import APIView
 
-from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app import faults
+from artifacts_app.errors import ArtifactError, NotFoundError, UnavailableError
+
+log = logging.getLogger(__name__)
 
 # DRF exception class -> our code, when DRF's own code would not tell a client what happened.
 _DRF_CODES: dict[type, str] = {
@@ -90,10 +95,16 @@ def _drf_envelope(exc: exceptions.APIException, request: Any) -> tuple[int, dict
 def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse | None:
     request = context.get("request")
     headers: dict[str, str] = {}
+    fault = faults.classify(exc)
+    if fault is not None and fault is not exc:
+        log.error("%s: %r", fault.code, exc, exc_info=exc)
+        exc = fault
     if isinstance(exc, ArtifactError):
         status, body = exc.status, exc.as_envelope()
         if status == 401:
             headers["WWW-Authenticate"] = 'Bearer realm="agent-artifacts"'
+        if isinstance(exc, UnavailableError):
+            headers["Retry-After"] = faults.retry_after(exc)
     elif isinstance(exc, Http404):
         status, body = 404, envelope("not_found", "There is nothing at this address.")
     elif isinstance(exc, DjangoPermissionDenied):

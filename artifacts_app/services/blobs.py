@@ -23,6 +23,8 @@ storage plus its transaction.
 
 Bytes in storage with no row at all (left by a crash before the claim, or by an older version) are
 adopted first: given a row dated by the file's modification time, then treated like the rest.
+Temporary files of uploads that never finished (a process killed mid-upload) are removed first,
+when last written longer ago than the grace (``blobs.temp_files_sweep``).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class GcReport:
     bytes: int = 0
     kept: int = 0  # candidates a tag claimed or referenced before gc could take them
     adopted: int = 0  # files in storage that had no row
+    temp_removed: int = 0  # temporary files of uploads that never finished (a crash, a kill)
+    temp_bytes: int = 0
 
 
 def _stored_names() -> Iterator[str]:
@@ -173,6 +177,8 @@ def blobs_collect(
     """
     cutoff = timezone.now() - grace
     report = GcReport(dry_run=dry_run)
+    swept = blobs.temp_files_sweep(older_than=cutoff.timestamp(), dry_run=dry_run)
+    report.temp_removed, report.temp_bytes = swept.removed, swept.bytes
     report.adopted, adopted_bytes = _adopt_strays(cutoff, dry_run=dry_run)
     if dry_run:
         # Strays get their row only in a real run; count them here as that run would.

@@ -137,3 +137,24 @@ def test_concurrent_tags_and_gc_never_lose_a_committed_blob():
 def test_bad_grace_refuses_with_a_sentence(db):
     with pytest.raises(CommandError, match="--grace takes a duration"):
         gc("--grace", "a while")
+
+
+def test_temporary_files_of_unfinished_uploads_go_after_the_grace(db, settings, tmp_path):
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "tmp")
+    incoming = blobs._temp_dir(blobs.blob_storage())  # beside local storage, or the tmp dir
+    spool = blobs._temp_dir_of_spool()
+    two_hours_ago = time.time() - 7200
+    old = [os.path.join(incoming, "blob-crashed"), os.path.join(spool, "tmpab12.upload.bin")]
+    young = os.path.join(incoming, "blob-uploading")
+    other = os.path.join(spool, "not-ours")
+    for path in [*old, young, other]:
+        with open(path, "wb") as fh:
+            fh.write(b"12345")
+    for path in [*old, other]:
+        os.utime(path, (two_hours_ago, two_hours_ago))
+
+    assert "and 2 temporary file(s) of unfinished uploads, 10 bytes" in gc("--dry-run")
+    assert all(os.path.exists(p) for p in old)
+    assert "removed 2 temporary file(s) of unfinished uploads, 10 bytes" in gc()
+    assert not any(os.path.exists(p) for p in old)
+    assert os.path.exists(young) and os.path.exists(other)  # in progress; not ours

@@ -202,14 +202,15 @@ def test_empty_content(world: World, client):
 async def test_blob_chunks_is_an_async_generator_of_bounded_chunks(
     transactional_db, settings, tmp_path
 ):
-    from artifacts_app.blobs import blob_put
+    from artifacts_app.blobs import blob_open, blob_put
 
     payload = os.urandom(STREAM_CHUNK * 2 + 5)
     # blob_put claims the blob's row (artifacts_app/services/blobs.py): database work, so off the loop.
     stored = await sync_to_async(blob_put)(payload)
     sizes = []
     collected = bytearray()
-    async for chunk in blob_chunks(stored.sha256, 0, len(payload) - 1):
+    fh = await sync_to_async(blob_open)(stored.sha256)
+    async for chunk in blob_chunks(fh, 0, len(payload) - 1):
         sizes.append(len(chunk))
         collected += chunk
     assert bytes(collected) == payload

@@ -114,7 +114,7 @@ def test_database_url_pool_and_conn_max_age():
     assert plain["CONN_MAX_AGE"] is None and plain["CONN_HEALTH_CHECKS"] is True
 
 
-def test_more_than_one_process_refuses_the_in_memory_layer(settings):
+def test_more_than_one_process_refuses_the_in_memory_layer(settings, db):
     settings.ARTIFACTS_PROCESSES = 2
     settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     assert [m.id for m in checks.check_layer_for_processes()] == ["artifacts.E101"]

@@ -7,12 +7,19 @@ from typing import Any
 
 from django.core.management.base import CommandError
 
+from artifacts_app import faults
 from artifacts_app.errors import ArtifactError
 
 
 def run_service(call: Callable[[], Any]) -> Any:
-    """Call a service; an ``ArtifactError`` exits non-zero with its sentence, never a traceback."""
+    """Call a service; an ``ArtifactError`` — a dependency failure too (``faults``) — exits
+    non-zero with its sentence, never a traceback."""
     try:
         return call()
     except ArtifactError as exc:
         raise CommandError(exc.message) from None
+    except Exception as exc:
+        fault = faults.classify(exc)
+        if fault is None:
+            raise
+        raise CommandError(f"{fault.message} ({type(exc).__name__}: {exc})".strip()) from None

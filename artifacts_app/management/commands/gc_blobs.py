@@ -27,14 +27,17 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, grace: str, dry_run: bool, **options: Any) -> None:
         span = run_service(lambda: services.parse_duration(grace, option="--grace"))
-        report = services.blobs_collect(grace=span, dry_run=dry_run)
+        report = run_service(lambda: services.blobs_collect(grace=span, dry_run=dry_run))
+        temp = f"{report.temp_removed} temporary file(s) of unfinished uploads, {report.temp_bytes} bytes"
         if dry_run:
             self.stdout.write(
                 f"Would remove {report.removed} blob(s), {report.bytes} bytes "
-                f"({report.adopted} of them in storage without a row). Nothing was changed (--dry-run)."
+                f"({report.adopted} of them in storage without a row), and {temp}. "
+                "Nothing was changed (--dry-run)."
             )
         else:
             self.stdout.write(
                 f"Removed {report.removed} blob(s), {report.bytes} bytes; kept {report.kept} that a "
-                f"tag claimed meanwhile; adopted {report.adopted} stray file(s) from storage."
+                f"tag claimed meanwhile; adopted {report.adopted} stray file(s) from storage; "
+                f"removed {temp}."
             )

@@ -9,10 +9,17 @@ from typing import Any
 from django.core.management.commands import migrate
 
 from artifacts_app import services
+from artifacts_app.checks import REACHABLE
 
 
 class Command(migrate.Command):
     help = migrate.Command.help + " Then makes the rows of the agents declared in ARTIFACTS_AGENTS."
+
+    def check(self, *args: Any, **kwargs: Any) -> None:
+        # Reachability first (artifacts.E103): Django's own model checks open the database and
+        # would stop on an unreachable one with a traceback instead of a sentence.
+        super().check(*args, **{**kwargs, "tags": [REACHABLE]})
+        super().check(*args, **kwargs)
 
     def handle(self, *args: Any, **options: Any) -> None:
         super().handle(*args, **options)

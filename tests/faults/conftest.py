@@ -1,0 +1,183 @@
+"""Real faults for the tests of issue 14, each bounded in time and undone at the end:
+
+- ``silent_port``: a TCP listener that accepts connections and never answers (a stalled database);
+- ``closed_port``: a port nothing listens on (a database that refuses);
+- ``small_disk``: a real tmpfs of a few MiB, mounted for the test (root: ``mount -t tmpfs``);
+- ``readonly_dir``: a read-only directory — a tmpfs remounted read-only as root (root ignores
+  permission bits), a ``chmod 555`` directory otherwise;
+- ``own_redis``: a ``redis-server`` of the test's own on a free port, to stop and restart (never the
+  shared one).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import HOST, free_port
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    server = socket.socket()
+    server.bind((HOST, 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)  # accepted, never read, never answered
+
+    thread = threading.Thread(target=accept, name="silent-listener", daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+@pytest.fixture
+def closed_port() -> int:
+    return free_port()
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0777", "tmpfs", str(path)],
+        capture_output=True,
+        timeout=10,
+    )
+    return done.returncode == 0
+
+
+def _umount(path: Path) -> None:
+    # Lazy: a process that still holds a file there (a killed server's child) cannot pin it.
+    subprocess.run(["umount", "-l", str(path)], capture_output=True, timeout=10)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 4 MiB tmpfs mounted at a fresh directory, unmounted afterwards."""
+    path = tmp_path / "small-disk"
+    path.mkdir()
+    if not _mount_tmpfs(path, "4m"):
+        pytest.skip("mounting a tmpfs needs root and mount(8); this run has neither")
+    try:
+        yield path
+    finally:
+        _umount(path)
+
+
+def fill(path: Path) -> int:
+    """Write into ``path`` until the disk refuses (ENOSPC); answers the bytes written."""
+    written = 0
+    with open(path / "filler", "wb", buffering=0) as fh:
+        block = b"\0" * 65536
+        while True:
+            try:
+                written += fh.write(block)
+            except OSError:
+                break
+    for size in (4096, 512, 1):  # the last blocks too: not one byte more fits
+        try:
+            with open(path / f"filler-{size}", "wb", buffering=0) as fh:
+                while True:
+                    written += fh.write(b"\0" * size)
+        except OSError:
+            pass
+    return written
+
+
+@pytest.fixture
+def readonly_dir(tmp_path: Path) -> Iterator[Path]:
+    """A directory with ``blobs/.incoming`` and ``tmp`` inside it, then made read-only."""
+    path = tmp_path / "readonly"
+    path.mkdir()
+    mounted = _mount_tmpfs(path, "1m")
+    for sub in ("blobs/.incoming", "tmp"):
+        (path / sub).mkdir(parents=True)
+    if mounted:
+        subprocess.run(["mount", "-o", "remount,ro", str(path)], check=True, timeout=10)
+    else:
+        for sub in ("blobs/.incoming", "blobs", "tmp", "."):
+            (path / sub).chmod(0o555)
+    try:
+        yield path
+    finally:
+        if mounted:
+            _umount(path)
+        else:
+            for sub in (".", "blobs", "blobs/.incoming", "tmp"):
+                (path / sub).chmod(0o755)
+
+
+class OwnRedis:
+    """A redis-server of the test's own: no persistence, so a restart forgets everything (as a
+    restarted cache does), on the same port."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://{HOST}:{self.port}/0"
+
+    def start(self) -> None:
+        exe = shutil.which("redis-server")
+        assert exe, "redis-server is not installed"
+        self.process = subprocess.Popen(
+            [exe, "--bind", HOST, "--port", str(self.port), "--save", "", "--appendonly", "no"]
+            + ["--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with socket.create_connection((HOST, self.port), timeout=0.5) as sock:
+                    sock.sendall(b"PING\r\n")
+                    if sock.recv(16).startswith(b"+PONG"):
+                        return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError(f"redis-server on port {self.port} did not start")
+
+    def kill(self) -> None:
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait(10)
+            self.process = None
+
+
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed")
+    redis = OwnRedis(tmp_path)
+    redis.start()
+    try:
+        yield redis
+    finally:
+        redis.kill()

@@ -1,0 +1,58 @@
+"""Timeouts by default wherever a dependency can stall (issue 14), overridable."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from agent_site.settings import database_from_url
+
+
+def test_postgresql_urls_get_connect_and_statement_timeouts_by_default():
+    options = database_from_url("postgres://u@db/art")["OPTIONS"]
+    assert options["connect_timeout"] == "5"
+    assert options["options"] == "-c statement_timeout=30000"
+    pooled = database_from_url("postgres://u@db/art?pool=1")["OPTIONS"]
+    assert pooled["pool"]["timeout"] == 10 and callable(pooled["pool"]["check"])
+    assert pooled["connect_timeout"] == "5"
+
+
+def test_the_url_overrides_the_timeouts():
+    options = database_from_url(
+        "postgres://u@db/art?connect_timeout=1&options=-c%20statement_timeout%3D500"
+    )["OPTIONS"]
+    assert options["connect_timeout"] == "1"
+    assert options["options"] == "-c statement_timeout=500"
+    other = database_from_url("postgres://u@db/art?options=-c%20search_path%3Dx")["OPTIONS"]
+    assert other["options"] == "-c search_path=x -c statement_timeout=30000"
+
+
+def test_redis_and_s3_clients_are_bounded():
+    from agent_site.settings import s3_storage_from_env
+
+    if "RedisChannelLayer" in settings.CHANNEL_LAYERS["default"]["BACKEND"]:
+        host = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"][0]
+        assert host["socket_connect_timeout"] == 5 and host["socket_timeout"] == 15
+    pytest.importorskip("storages", reason="S3 needs django-storages (pip install -e .[scale])")
+    saved = {k: os.environ.get(k) for k in ("ARTIFACTS_S3_BUCKET", "ARTIFACTS_S3_ENDPOINT_URL")}
+    os.environ.update(ARTIFACTS_S3_BUCKET="b", ARTIFACTS_S3_ENDPOINT_URL="http://127.0.0.1:9")
+    try:
+        config = s3_storage_from_env()["OPTIONS"]["client_config"]
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    assert config.connect_timeout == 5 and config.read_timeout == 30
+    assert config.s3 == {"addressing_style": "path"}
+
+
+@pytest.mark.scale
+def test_the_live_postgresql_connection_has_the_statement_timeout(db):
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "30s"
