@@ -277,7 +277,7 @@ def json_html(value: Any, *, max_nodes: int = JSON_NODES) -> SafeString | None:
     budget = [max_nodes]
     if not _json_node(value, parts, budget, depth=0):
         return None
-    return format_html('<div class="preview-json">{}</div>', mark_safe("".join(parts)))  # noqa: S308
+    return format_html('<div class="json-tree">{}</div>', mark_safe("".join(parts)))  # noqa: S308
 
 
 def _json_node(value: Any, out: list[str], budget: list[int], *, depth: int) -> bool:
