@@ -146,19 +146,17 @@ unpin_selected = _pin_action(False)
 @admin.register(Artifact)
 class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
     # Fits 1280 px with both sidebars open: no agent column (the agent filter always names one),
-    # long values cut with the whole on hover, the sort order (updated) last and always visible.
+    # related values stacked in one cell (title over key, kind over source, type over size), long
+    # values cut with the whole on hover, and the sort order (updated) last and always visible.
     list_display = (
-        "short_title",
-        "short_kind",
-        "short_key",
+        "title_key",
+        "kind_source",
         "session_sid",
-        "source",
-        "content_size",
-        "short_type",
+        "type_size",
         "version_pin",
         "updated",
     )
-    list_display_links = ("short_title",)
+    list_display_links = ("title_key",)
     list_filter = (AgentFilter, KindFilter, "source", HasContentFilter, "pinned")
     search_fields = ("=id", "key", "title")
     search_help_text = "Id (exact), key or title (contains), within the chosen agent."
@@ -212,29 +210,35 @@ class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
 
     # --- columns ---------------------------------------------------------------------------
 
-    @admin.display(description="title")
-    def short_title(self, obj: Artifact) -> str:
-        return cut(obj.title or obj.key or obj.pk, 36)
+    @admin.display(description="title · key")
+    def title_key(self, obj: Artifact) -> str:
+        return format_html(
+            '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
+            cut(obj.title or obj.key or obj.pk, 26),
+            cut(obj.key, 20),
+        )
 
-    @admin.display(description="kind")
-    def short_kind(self, obj: Artifact) -> str:
-        return cut(obj.kind, 14)
-
-    @admin.display(description="key")
-    def short_key(self, obj: Artifact) -> str:
-        return cut(obj.key, 18)
+    @admin.display(description="kind · source")
+    def kind_source(self, obj: Artifact) -> str:
+        return format_html(
+            '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
+            cut(obj.kind, 14),
+            obj.source,
+        )
 
     @admin.display(description="session")
     def session_sid(self, obj: Artifact) -> str:
         return cut(obj.session.sid if obj.session else None, 10)
 
-    @admin.display(description="size")
-    def content_size(self, obj: Artifact) -> str:
-        return size(obj.blob.size) if obj.blob else EMPTY
-
-    @admin.display(description="type")
-    def short_type(self, obj: Artifact) -> str:
-        return cut(media_type(obj.content_type) or None, 16)
+    @admin.display(description="type · size")
+    def type_size(self, obj: Artifact) -> str:
+        if not obj.blob:
+            return EMPTY
+        return format_html(
+            '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
+            cut(media_type(obj.content_type) or None, 16),
+            size(obj.blob.size),
+        )
 
     @admin.display(description="v")
     def version_pin(self, obj: Artifact) -> str:

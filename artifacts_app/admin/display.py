@@ -33,7 +33,9 @@ def when(moment: datetime.datetime | None) -> SafeString | str:
     if moment is None:
         return EMPTY
     exact = iso_exact(moment)
-    return format_html('<time datetime="{}" title="{}">{}</time>', exact, exact, iso(moment))
+    day, _, clock = iso(moment).partition("T")
+    # <wbr>: a narrow column breaks the line after the "T", the text stays the ISO form.
+    return format_html('<time datetime="{}" title="{}">{}T<wbr>{}</time>', exact, exact, day, clock)
 
 
 def cut(value: str | None, chars: int) -> SafeString | str:

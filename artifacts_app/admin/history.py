@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from artifacts_app import services
 from artifacts_app.admin.display import EMPTY, cut, iso, size, when
-from artifacts_app.errors import ArtifactError
+from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Artifact
 from artifacts_app.records import ArtifactRecord
 from artifacts_app.selectors import versions
@@ -42,7 +42,10 @@ def history_table(obj: Artifact) -> SafeString:
     """The newest ``HISTORY_SHOWN`` versions with a pair of radios each (compare any two), a
     download per version, pin/unpin and restore (unavailable). The inputs belong to forms placed
     after the page's own (``form=`` attributes): the admin's change page is itself one form."""
-    page = versions.versions_page(agent=obj.agent, artifact_id=obj.pk, limit=HISTORY_SHOWN)
+    try:
+        page = versions.versions_page(agent=obj.agent, artifact_id=obj.pk, limit=HISTORY_SHOWN)
+    except NotFoundError:  # a record from before versions, never backfilled
+        return format_html("<p>{}</p>", "No version of this record is kept.")
     records = page.records()
     newest = records[0].version
     older = records[1].version if len(records) > 1 else newest

@@ -132,18 +132,18 @@ def test_artifact_list_fits_1280_with_the_sidebar_open(live, sup, tmp_path):
     assert widths["page"] <= widths["view"], widths  # no horizontal scroll on the page
     assert widths["results"] <= widths["resultsBox"], widths  # nor inside the table's box
     assert widths["updatedRight"] <= 1280, widths  # the sort order's column is on screen
-    for header in ("title", "kind", "key", "session", "source", "size", "type", "v", "updated"):
+    for header in ("title", "key", "kind", "source", "session", "type", "size", "v", "updated"):
         expect(page.locator("#result_list thead")).to_contain_text(header)
     first = page.locator("#result_list tbody tr").first
     updated = first.locator("td.field-updated time")
-    assert ISO_SECONDS.match(updated.inner_text()), updated.inner_text()
+    assert ISO_SECONDS.match(updated.text_content()), updated.text_content()
     assert updated.get_attribute("title").endswith("Z")  # the exact instant, with ms, on hover
-    key_cell = first.locator("td.field-short_key span")
+    key_cell = first.locator("td.field-title_key .cell-sub span")
     assert key_cell.inner_text().endswith("…") and key_cell.get_attribute("title").startswith(long)
     page.screenshot(path=str(screenshot_path(tmp_path, "admin-artifacts.png")))
 
     # Ids in URLs are the ids: the row's link, the address bar, the page.
-    first.locator("th a, td.field-short_title a").first.click()
+    first.locator("th.field-title_key a").first.click()
     page.wait_for_url(re.compile(r"/admin/artifacts_app/artifact/art_[0-9a-f]{24}/change/$"))
     artifact_id = page.url.rsplit("/", 3)[-3]
     assert "_5F" not in page.url
@@ -153,16 +153,16 @@ def test_artifact_list_fits_1280_with_the_sidebar_open(live, sup, tmp_path):
 def test_date_drill_down_offers_only_dates_with_records(live, sup):
     page = sup
     page.goto(f"{live.url}/admin/artifacts_app/artifact/?agent=reviewer")
-    links = page.locator(".xfull a")
+    links = page.locator("nav.toplinks a")
     assert links.count() >= 1
     texts = links.all_inner_texts()
     assert texts == [t for t in texts if t.strip()]  # no blank link
     year = texts[-1].strip()
     links.last.click()
-    months = page.locator(".xfull a").all_inner_texts()
+    months = page.locator("nav.toplinks a").all_inner_texts()
     # Only this month holds records: the drill-down offers it, and the way back.
     assert any(m.strip() for m in months)
-    page.locator(".xfull a").last.click()
+    page.locator("nav.toplinks a").last.click()
     expect(page.locator("#result_list")).to_be_visible()
     assert year.isdigit()
 
@@ -299,7 +299,7 @@ def test_history_diff_of_two_versions_shows_the_changed_field(live, sup, tmp_pat
     page.check("input[name=from][value='1']")
     page.check("input[name=to][value='3']")
     page.click("#history-compare-button")
-    page.wait_for_url(re.compile(r"/diff/\?from=1&to=3$"))
+    page.wait_for_url(re.compile(r"/diff/\?(from=1&to=3|to=3&from=1)$"))
     expect(page.locator(".diff-fields")).to_contain_text("title")
     expect(page.locator(".diff-fields")).to_contain_text('"PR 42, merged"')
     ops = page.locator(".diff-ops")
@@ -322,3 +322,88 @@ def test_history_diff_of_two_versions_shows_the_changed_field(live, sup, tmp_pat
     with page.expect_download() as download:
         history.locator("a[download]").first.click()
     assert download.value.suggested_filename
+
+
+# --- item 5: the agent dashboard ---------------------------------------------------------------
+
+SEED_DAY = """
+import datetime, json
+from artifacts_app import services
+from artifacts_app.models import Agent, Event
+agent = services.agent_create(slug="dash", max_artifacts=50)
+for n in range(5):
+    services.artifact_tag(agent=agent, kind="note" if n % 2 else "summary", key=f"k{n}", data={})
+agent.refresh_from_db()
+now = datetime.datetime.now(datetime.UTC).replace(minute=30, second=0, microsecond=0)
+plan = json.loads(%r)
+rows, seq = [], agent.last_seq
+for hours_ago, (tags, evictions) in plan.items():
+    at = now - datetime.timedelta(hours=int(hours_ago))
+    for kind, count in (("artifact.tagged", tags), ("artifact.deleted", evictions)):
+        for _ in range(count):
+            seq += 1
+            payload = {"type": kind, "seq": seq, "at": at.isoformat(), "record": {"id": "art_x"}}
+            if kind == "artifact.deleted":
+                payload["reason"] = "evicted"
+            rows.append(Event(agent=agent, seq=seq, type=kind, artifact_id="art_x",
+                              payload=payload, created_at=at))
+Event.objects.bulk_create(rows)
+Agent.objects.filter(pk=agent.pk).update(last_seq=seq)
+print(json.dumps({"pk": agent.pk}))
+"""
+# A day of work, hours ago → (tags, evictions); nothing in the current hour, which the 5 tags
+# above (made now) fill.
+DAY = {
+    "2": (4, 0),
+    "3": (9, 2),
+    "7": (1, 0),
+    "12": (6, 6),
+    "23": (2, 1),
+    "30": (5, 5),
+    "100": (3, 0),
+}
+
+
+def test_dashboard_draws_a_seeded_day_and_follows_the_stream(live, sup, tmp_path):
+    agent = json.loads(live.python(SEED_DAY % json.dumps(DAY)).strip().splitlines()[-1])
+    page = sup
+    page.goto(f"{live.url}/admin/artifacts_app/agent/")
+    page.locator(f"a[href='/admin/artifacts_app/agent/{agent['pk']}/dashboard/']").click()
+    page.wait_for_url(re.compile(r"/dashboard/$"))
+    expect(page.locator("#fill-count")).to_have_text("5")
+    expect(page.locator("#fill-max")).to_have_text("50")
+    now_hour = page.locator("#tags-24h rect.bar").last
+    assert now_hour.get_attribute("data-count") == "5"  # this hour: the 5 tags made now
+    day_tags = {n: t for n, (t, _) in DAY.items() if int(n) < 24}
+    bars = page.locator("#tags-24h rect.bar")
+    expect(bars).to_have_count(24)
+    for hours_ago, tags in day_tags.items():
+        assert bars.nth(23 - int(hours_ago)).get_attribute("data-count") == str(tags), hours_ago
+    assert page.locator("#tags-24h").get_attribute("data-total") == str(sum(day_tags.values()) + 5)
+    evicted = page.locator("#evictions-24h rect.bar")
+    assert evicted.nth(23 - 12).get_attribute("data-count") == "6"
+    assert page.locator("#evictions-24h").get_attribute("data-total") == "9"  # 2 + 6 + 1
+    week_total = sum(t for t, _ in DAY.values()) + 5
+    assert page.locator("#tags-7d").get_attribute("data-total") == str(week_total)
+    assert page.locator("#evictions-7d").get_attribute("data-total") == "14"
+    # Drawn: the tallest bar of the day is the 9 tags of 3 hours ago, at full height.
+    heights = [float(b.get_attribute("height")) for b in bars.all()]
+    assert max(heights) == heights[23 - 3] > 0 and heights[23 - 7] == pytest.approx(heights[20] / 9)
+    expect(page.locator("#kind-counts")).to_contain_text("summary")
+    expect(page.locator("#kind-counts tbody tr").first).to_contain_text("3")
+    page.screenshot(path=str(screenshot_path(tmp_path, "admin-dashboard.png")), full_page=True)
+
+    # The live feed: reviewer's dashboard, a tag over HTTP arrives on top without a reload.
+    page.goto(f"{live.url}/admin/artifacts_app/agent/{_reviewer_pk(live)}/dashboard/")
+    expect(page.locator("#feed-status")).to_have_text("(live)")
+    record = live.tag(kind="report", key="dash-live", title="Arrives live", data={})
+    top = page.locator("#event-feed tbody tr").first
+    expect(top).to_contain_text("Arrives live")
+    expect(top).to_contain_text("artifact.tagged")
+    assert top.get_attribute("data-seq")
+    assert page.locator(f"#event-feed span[title='{record['id']}']").count() == 1
+
+
+def _reviewer_pk(live) -> str:
+    code = "from artifacts_app.models import Agent; print(Agent.objects.get(slug='reviewer').pk)"
+    return live.python(code).strip().splitlines()[-1]
