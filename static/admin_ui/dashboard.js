@@ -30,7 +30,10 @@
     cell(row, event.type + (event.reason ? " (" + event.reason + ")" : ""));
     cell(row, record.kind || "");
     const shown = record.title || record.key || record.id || "";
-    cell(row, shown.length > 40 ? shown.slice(0, 39) + "…" : shown).title = record.id || "";
+    const named = document.createElement("span");  // as the server draws it: the id on hover
+    named.title = record.id || "";
+    named.textContent = shown.length > 40 ? shown.slice(0, 39) + "…" : shown;
+    cell(row, "").appendChild(named);
     cell(row, event.sessionId || "—");
     body.insertBefore(row, body.firstChild);
     while (body.rows.length > KEEP) body.deleteRow(body.rows.length - 1);

@@ -95,10 +95,12 @@ def explain(sql: str, params=()) -> str:
         return "\n".join(" ".join(str(c) for c in row) for row in cursor.fetchall())
 
 
-def test_dashboard_statements_use_their_indexes(reviewer, capsys):
+def test_dashboard_statements_use_their_indexes(reviewer, freeform, capsys):
     from artifacts_app.selectors import dashboard
 
+    # Another agent holds most rows, as on a shared store: the chosen agent's are a small part.
     add_rows(reviewer, 0, 5_000)
+    add_rows(freeform, 5_000, 50_000)
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
@@ -114,7 +116,10 @@ def test_dashboard_statements_use_their_indexes(reviewer, capsys):
             print(f"\n--- {sql}\n{plan}")
     tags, evictions, kinds, latest = plans
     assert "event_agent_type_created" in tags and "event_agent_type_created" in evictions
-    assert "artifact_agent_kind_updated" in kinds
-    assert "event_agent_seq_uniq" in latest
+    assert (
+        "artifact_agent_" in kinds
+    )  # an index that starts with the agent (SQLite: kind, covering)
+    # the (agent, seq) unique constraint: SQLite names its index sqlite_autoindex_…
+    assert "event_agent_seq_uniq" in latest or "autoindex_artifacts_app_event" in latest
     for plan in plans:
         assert "SCAN artifacts_app_event\n" not in plan + "\n"  # never the whole table

@@ -148,3 +148,16 @@ def test_missing_bytes_are_a_sentence(reviewer):
 
 def test_empty_content():
     assert shown("text/plain", b"").kind == "text"
+
+
+def test_only_a_pdf_may_be_framed_and_only_by_our_pages(staff_client, reviewer):
+    """The PDF preview is an <iframe sandbox> of the content route: that route answers a PDF with
+    X-Frame-Options SAMEORIGIN (other types keep the site's DENY) and keeps its CSP sandbox."""
+    for content_type, framing in (("application/pdf", "SAMEORIGIN"), ("text/plain", "DENY")):
+        record = services.artifact_tag(
+            agent=reviewer, kind="report", data={}, contents=b"%PDF-1.4", content_type=content_type
+        ).record
+        response = staff_client.get(f"/reviewer/v1/artifacts/{record.id}/content")
+        assert response.status_code == 200
+        assert response["X-Frame-Options"] == framing, content_type
+        assert response["Content-Security-Policy"] == "sandbox"

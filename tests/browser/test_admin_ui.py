@@ -21,7 +21,7 @@ from tests.browser.test_playground_browser import screenshot_path, tag_inside
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.timeout(180),
+    pytest.mark.timeout(420),  # several manage.py subprocesses per test: slow on a loaded machine
     pytest.mark.skipif(not live_ready(), reason="needs the REST API"),
 ]
 
@@ -133,19 +133,20 @@ def test_artifact_list_fits_1280_with_the_sidebar_open(live, sup, tmp_path):
     assert widths["results"] <= widths["resultsBox"], widths  # nor inside the table's box
     assert widths["updatedRight"] <= 1280, widths  # the sort order's column is on screen
     for header in ("title", "key", "kind", "source", "session", "type", "size", "v", "updated"):
-        expect(page.locator("#result_list thead")).to_contain_text(header)
+        expect(page.locator("#result_list thead")).to_contain_text(header, ignore_case=True)
     first = page.locator("#result_list tbody tr").first
     updated = first.locator("td.field-updated time")
     assert ISO_SECONDS.match(updated.text_content()), updated.text_content()
     assert updated.get_attribute("title").endswith("Z")  # the exact instant, with ms, on hover
-    key_cell = first.locator("td.field-title_key .cell-sub span")
+    key_cell = first.locator(".field-title_key .cell-sub span")
     assert key_cell.inner_text().endswith("…") and key_cell.get_attribute("title").startswith(long)
     page.screenshot(path=str(screenshot_path(tmp_path, "admin-artifacts.png")))
 
     # Ids in URLs are the ids: the row's link, the address bar, the page.
-    first.locator("th.field-title_key a").first.click()
-    page.wait_for_url(re.compile(r"/admin/artifacts_app/artifact/art_[0-9a-f]{24}/change/$"))
-    artifact_id = page.url.rsplit("/", 3)[-3]
+    first.locator(".field-title_key a").first.click()
+    shape = re.compile(r"/admin/artifacts_app/artifact/(art_[0-9a-f]{24})/change/(\?.*)?$")
+    page.wait_for_url(shape)
+    artifact_id = shape.search(page.url).group(1)
     assert "_5F" not in page.url
     expect(page.locator(".field-id .readonly")).to_have_text(artifact_id)
 
@@ -335,7 +336,7 @@ for n in range(5):
     services.artifact_tag(agent=agent, kind="note" if n % 2 else "summary", key=f"k{n}", data={})
 agent.refresh_from_db()
 now = datetime.datetime.now(datetime.UTC).replace(minute=30, second=0, microsecond=0)
-plan = json.loads(%r)
+plan = json.loads(PLAN)
 rows, seq = [], agent.last_seq
 for hours_ago, (tags, evictions) in plan.items():
     at = now - datetime.timedelta(hours=int(hours_ago))
@@ -365,7 +366,9 @@ DAY = {
 
 
 def test_dashboard_draws_a_seeded_day_and_follows_the_stream(live, sup, tmp_path):
-    agent = json.loads(live.python(SEED_DAY % json.dumps(DAY)).strip().splitlines()[-1])
+    agent = json.loads(
+        live.python(SEED_DAY.replace("PLAN", repr(json.dumps(DAY)))).strip().splitlines()[-1]
+    )
     page = sup
     page.goto(f"{live.url}/admin/artifacts_app/agent/")
     page.locator(f"a[href='/admin/artifacts_app/agent/{agent['pk']}/dashboard/']").click()
@@ -388,7 +391,9 @@ def test_dashboard_draws_a_seeded_day_and_follows_the_stream(live, sup, tmp_path
     assert page.locator("#evictions-7d").get_attribute("data-total") == "14"
     # Drawn: the tallest bar of the day is the 9 tags of 3 hours ago, at full height.
     heights = [float(b.get_attribute("height")) for b in bars.all()]
-    assert max(heights) == heights[23 - 3] > 0 and heights[23 - 7] == pytest.approx(heights[20] / 9)
+    assert max(heights) == heights[23 - 3] > 0 and heights[23 - 7] == pytest.approx(
+        heights[20] / 9, abs=0.1
+    )
     expect(page.locator("#kind-counts")).to_contain_text("summary")
     expect(page.locator("#kind-counts tbody tr").first).to_contain_text("3")
     page.screenshot(path=str(screenshot_path(tmp_path, "admin-dashboard.png")), full_page=True)
