@@ -164,7 +164,7 @@ def download_link(url: str, *, size: int, content_type: str | None, filename: st
         '<p class="preview-download"><a href="{}" download="{}">Download</a> ({}, {})</p>',
         url,
         filename,
-        _size(size),
+        human_size(size),
         content_type or "application/octet-stream",
     )
 
@@ -209,7 +209,8 @@ def _charset(content_type: str | None) -> str:
     return charset
 
 
-def _size(size: int) -> str:
+def human_size(size: int) -> str:
+    """``512 B``, ``1.5 KiB``, ``3.2 MiB``: how pages write a content's size."""
     if size < 1024:
         return f"{size:,} B"
     if size < 1024 * 1024:
@@ -222,7 +223,7 @@ def _text(text: str, *, size: int, read_all: bool) -> SafeString:
     shown = format_html('<pre class="preview-text">{}</pre>', head)
     if not rest:
         return shown
-    note = "" if read_all else f" (the first {_size(TEXT_MAX)}; download for the whole)"
+    note = "" if read_all else f" (the first {human_size(TEXT_MAX)}; download for the whole)"
     return format_html(
         '{}<details class="preview-more"><summary>Show all ({} characters more{})</summary>'
         '<pre class="preview-text preview-rest">{}</pre></details>',

@@ -12,6 +12,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
 
+from artifacts_app.previews import human_size
+
 EMPTY = "—"  # the admin site's empty_value_display too (admin/__init__.py)
 
 
@@ -48,13 +50,7 @@ def cut(value: str | None, chars: int) -> SafeString | str:
 
 
 def size(n: int | None) -> str:
-    if n is None:
-        return EMPTY
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.1f} KiB"
-    return f"{n / 1024 / 1024:.1f} MiB"
+    return EMPTY if n is None else human_size(n)
 
 
 class RawIdMixin:
