@@ -23,7 +23,8 @@ def seed_events(agent, plan: dict[int, tuple[int, int]], *, now: datetime.dateti
     eviction comes with a plain delete beside it, which the chart must not count."""
     rows, seq = [], agent.last_seq
     for hours_ago, (tags, evictions) in plan.items():
-        at = now.replace(minute=30, second=0, microsecond=0) - datetime.timedelta(hours=hours_ago)
+        # The start of the hour: never in the future, whatever the minute the test runs at.
+        at = now.replace(minute=0, second=0, microsecond=0) - datetime.timedelta(hours=hours_ago)
         for kind, count, reason in (
             ("artifact.tagged", tags, None),
             ("artifact.deleted", evictions, "evicted"),
