@@ -242,6 +242,8 @@ class Event(models.Model):
         indexes = [
             models.Index(fields=["agent", "session_sid", "seq"], name="event_agent_session_seq"),
             models.Index(fields=["created_at"], name="event_created"),
+            # The agent dashboard's per-hour counts: one agent, one type, a time window.
+            models.Index(fields=["agent", "type", "created_at"], name="event_agent_type_created"),
         ]
 
     def __str__(self) -> str:

@@ -10,6 +10,7 @@ from django.contrib import admin
 
 from artifacts_app.admin.agents import AgentAdmin, ApiKeyAdmin
 from artifacts_app.admin.artifacts import ArtifactAdmin
+from artifacts_app.admin.display import EMPTY
 from artifacts_app.admin.sessions import SessionAdmin
 from artifacts_app.admin.users import ArtifactsUserAdmin
 
@@ -17,5 +18,6 @@ admin.site.site_header = "agent-artifacts · supervisors"
 admin.site.site_title = "agent-artifacts"
 admin.site.index_title = "What the agents shipped"
 admin.site.site_url = "/playground/"
+admin.site.empty_value_display = EMPTY
 
 __all__ = ["AgentAdmin", "ApiKeyAdmin", "ArtifactAdmin", "ArtifactsUserAdmin", "SessionAdmin"]

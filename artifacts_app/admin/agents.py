@@ -11,9 +11,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpR
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 
 from artifacts_app import access, services
+from artifacts_app.admin.dashboard import dashboard_view
+from artifacts_app.admin.display import EMPTY, when
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
 from artifacts_app.admin.secrets import (
     SECRETS_REFUSED,
@@ -45,7 +47,7 @@ def _is_staff(request: HttpRequest) -> bool:
 
 @admin.register(Agent)
 class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
-    list_display = ("slug", "fill", "kind_names", "tool_on", "active_keys", "created_at")
+    list_display = ("slug", "fill", "kind_names", "tool_on", "active_keys", "created", "dashboard")
     search_fields = ("=slug",)
     change_form_template = "admin/artifacts_app/agent/change_form.html"
     fields = (
@@ -55,7 +57,7 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
         "tool_on",
         "kinds_and_schemas",
         "keys",
-        "created_at",
+        "created",
     )
     readonly_fields = fields
 
@@ -122,6 +124,15 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
     def active_keys(self, obj: Agent) -> int:
         return obj.keys.filter(revoked_at__isnull=True).count()
 
+    @admin.display(description="created (UTC)")
+    def created(self, obj: Agent) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description="dashboard")
+    def dashboard(self, obj: Agent) -> str:
+        url = reverse("admin:artifacts_app_agent_dashboard", args=[obj.pk])
+        return format_html('<a href="{}">dashboard</a>', url)
+
     @admin.display(description="declared in")
     def module_or_freeform(self, obj: Agent) -> str:
         spec = spec_for(obj)
@@ -170,6 +181,13 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
                 self.admin_site.admin_view(self.create_key_view),
                 name="artifacts_app_agent_create_key",
             ),
+            path(
+                "<int:agent_id>/dashboard/",
+                self.admin_site.admin_view(
+                    lambda request, agent_id: dashboard_view(self, request, agent_id)
+                ),
+                name="artifacts_app_agent_dashboard",
+            ),
             *urls,
         ]
 
@@ -213,14 +231,22 @@ class ActiveFilter(admin.SimpleListFilter):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
-    list_display = ("shown_prefix", "kind", "owner", "label", "created_at", "revoked_at")
+    list_display = ("shown_prefix", "kind", "owner", "label", "created", "revoked")
     list_filter = ("kind", ActiveFilter)
     search_fields = ("prefix", "label", "agent__slug", "user__username")
     list_select_related = ("agent", "user")
     ordering = ("-created_at", "-id")
     actions = ("revoke_selected",)
-    fields = ("shown_prefix", "kind", "owner", "label", "created_at", "revoked_at")
+    fields = ("shown_prefix", "kind", "owner", "label", "created", "revoked")
     readonly_fields = fields
+
+    @admin.display(description="created (UTC)")
+    def created(self, obj: ApiKey) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description="revoked (UTC)")
+    def revoked(self, obj: ApiKey) -> str:
+        return when(obj.revoked_at)
 
     @admin.display(description="prefix")
     def shown_prefix(self, obj: ApiKey) -> str:
@@ -230,7 +256,7 @@ class ApiKeyAdmin(SupervisorMixin, UncountedAdmin):
     def owner(self, obj: ApiKey) -> str:
         if obj.agent is not None:
             return obj.agent.slug
-        return obj.user.get_username() if obj.user is not None else "—"
+        return obj.user.get_username() if obj.user is not None else EMPTY
 
     def get_actions(self, request: HttpRequest):
         actions = super().get_actions(request)

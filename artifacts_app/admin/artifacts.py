@@ -13,24 +13,20 @@ import orjson
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import path, reverse
 from django.utils.html import format_html
-from django.utils.safestring import mark_safe
-from django.utils.text import Truncator
 
-from artifacts_app import access, blobs, selectors, services
+from artifacts_app import access, media, previews, selectors, services
+from artifacts_app.admin import history
+from artifacts_app.admin.display import EMPTY, RawIdMixin, cut, size, when
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact
 from artifacts_app.records import RECORD_FIELDS, media_type, record_json
 from artifacts_app.registry import spec_for
-from artifacts_app.selectors import versions
 
-PREVIEW_BYTES = 64 * 1024
 EXPORT_MAX = 10_000
 KIND_SAMPLE = 1000
-TEXT_TYPES = ("text/", "application/json", "application/xml", "application/yaml")
-IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 
 
 def content_url(artifact: Artifact) -> str:
@@ -145,24 +141,22 @@ def _pin_action(pinned: bool):
 
 pin_selected = _pin_action(True)
 unpin_selected = _pin_action(False)
-HISTORY_SHOWN = 50
 
 
 @admin.register(Artifact)
-class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
+class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
+    # Fits 1280 px with both sidebars open: no agent column (the agent filter always names one),
+    # related values stacked in one cell (title over key, kind over source, type over size), long
+    # values cut with the whole on hover, and the sort order (updated) last and always visible.
     list_display = (
-        "short_title",
-        "kind",
-        "short_key",
-        "agent",
+        "title_key",
+        "kind_source",
         "session_sid",
-        "source",
-        "content_size",
-        "content_type",
-        "version",
-        "pinned",
-        "updated_at",
+        "type_size",
+        "version_pin",
+        "updated",
     )
+    list_display_links = ("title_key",)
     list_filter = (AgentFilter, KindFilter, "source", HasContentFilter, "pinned")
     search_fields = ("=id", "key", "title")
     search_help_text = "Id (exact), key or title (contains), within the chosen agent."
@@ -175,18 +169,18 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         "id",
         "agent",
         "kind",
-        "key",
-        "title",
+        "shown_key",
+        "shown_title",
         "session_link",
-        "turn_id",
+        "shown_turn",
         "source",
         "version",
         "pinned",
-        "created_at",
-        "updated_at",
+        "created",
+        "updated",
         "pretty_data",
         "content_preview",
-        "history",
+        "history_versions",
     )
     readonly_fields = fields
 
@@ -198,134 +192,119 @@ class ArtifactAdmin(SupervisorMixin, UncountedAdmin):
         queryset, _ = super().get_search_results(request, queryset, search_term)
         return queryset, False
 
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/diff/",
+                wrap(lambda request, object_id: history.diff_view(self, request, object_id)),
+                name="artifacts_app_artifact_diff",
+            ),
+            path(
+                "<path:object_id>/pin/",
+                wrap(lambda request, object_id: history.pin_view(self, request, object_id)),
+                name="artifacts_app_artifact_pin",
+            ),
+            *super().get_urls(),
+        ]
+
     # --- columns ---------------------------------------------------------------------------
 
-    @admin.display(description="title")
-    def short_title(self, obj: Artifact) -> str:
-        return Truncator(obj.title or obj.key or obj.pk).chars(80)
+    @admin.display(description="title · key")
+    def title_key(self, obj: Artifact) -> str:
+        return format_html(
+            '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
+            cut(obj.title or obj.key or obj.pk, 26),
+            cut(obj.key, 20),
+        )
 
-    @admin.display(description="key")
-    def short_key(self, obj: Artifact) -> str:
-        return Truncator(obj.key).chars(60) if obj.key else "—"
+    @admin.display(description="kind · source")
+    def kind_source(self, obj: Artifact) -> str:
+        return format_html(
+            '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
+            cut(obj.kind, 14),
+            obj.source,
+        )
 
     @admin.display(description="session")
     def session_sid(self, obj: Artifact) -> str:
-        return obj.session.sid if obj.session else "—"
+        return cut(obj.session.sid if obj.session else None, 10)
 
-    @admin.display(description="size")
-    def content_size(self, obj: Artifact) -> str:
-        return f"{obj.blob.size:,} B" if obj.blob else "—"
+    @admin.display(description="type · size")
+    def type_size(self, obj: Artifact) -> str:
+        if not obj.blob:
+            return EMPTY
+        return format_html(
+            '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
+            cut(media_type(obj.content_type) or None, 16),
+            size(obj.blob.size),
+        )
+
+    @admin.display(description="v")
+    def version_pin(self, obj: Artifact) -> str:
+        return format_html(
+            '<span title="version {}{}">{}{}</span>',
+            obj.version,
+            ", pinned" if obj.pinned else "",
+            obj.version,
+            " 📌" if obj.pinned else "",
+        )
+
+    @admin.display(description="updated (UTC)")
+    def updated(self, obj: Artifact) -> str:
+        return when(obj.updated_at)
 
     # --- the page --------------------------------------------------------------------------
+
+    @admin.display(description="created (UTC)")
+    def created(self, obj: Artifact) -> str:
+        return when(obj.created_at)
+
+    @admin.display(description="key")
+    def shown_key(self, obj: Artifact) -> str:
+        return obj.key or EMPTY
+
+    @admin.display(description="title")
+    def shown_title(self, obj: Artifact) -> str:
+        return obj.title or EMPTY
+
+    @admin.display(description="turn")
+    def shown_turn(self, obj: Artifact) -> str:
+        return obj.turn_id or EMPTY
 
     @admin.display(description="session")
     def session_link(self, obj: Artifact) -> str:
         if not obj.session:
-            return "—"
+            return EMPTY
         url = reverse("admin:artifacts_app_session_change", args=[obj.session_id])
         return format_html('<a href="{}">{}</a>', url, obj.session.sid)
 
     @admin.display(description="data")
     def pretty_data(self, obj: Artifact) -> str:
+        tree = previews.json_html(obj.data)
+        if tree is not None:
+            return format_html('<div class="artifact-json">{}</div>', tree)
         text = json.dumps(obj.data, indent=2, ensure_ascii=False, sort_keys=True)
         return format_html('<pre class="artifact-json">{}</pre>', text)
 
     @admin.display(description="content")
     def content_preview(self, obj: Artifact) -> str:
+        """Rendered by the one preview renderer (``previews``): the playground shows the same."""
         if not obj.blob or not obj.blob_id:
-            return "—"
-        kind = media_type(obj.content_type)
-        url = content_url(obj)
-        size = obj.blob.size
-        download = format_html(
-            '<a href="{}" download>Download ({} bytes, {})</a>',
-            url,
-            f"{size:,}",
-            obj.content_type or "application/octet-stream",
-        )
-        if kind in IMAGE_TYPES:
-            return format_html(
-                '<img src="{}" alt="" style="max-width:480px;max-height:360px"><br>{}',
-                url,
-                download,
-            )
-        if kind.startswith(TEXT_TYPES) or kind.endswith("+json"):
-            try:
-                raw = blobs.blob_read(obj.blob_id, end=PREVIEW_BYTES - 1)
-            except OSError:
-                return format_html("<em>The stored bytes are missing.</em> {}", download)
-            text = raw.decode("utf-8", errors="replace")
-            more = " (first 64 KiB)" if size > PREVIEW_BYTES else ""
-            return format_html('<pre class="artifact-text">{}</pre>{}{}', text, more, download)
-        return download
+            return EMPTY
+        return previews.preview_blob(
+            sha256=obj.blob_id,
+            size=obj.blob.size,
+            content_type=obj.content_type,
+            url=content_url(obj),
+            filename=media.download_name(
+                key=obj.key, title=obj.title, artifact_id=obj.pk, content_type=obj.content_type
+            ),
+        ).html
 
     @admin.display(description="history")
-    def history(self, obj: Artifact) -> str:
-        """Every kept version, newest first: its data, what changed from the one before, and a
-        download of its content (the REST version content route, which staff may read)."""
-        page = versions.versions_page(agent=obj.agent, artifact_id=obj.pk, limit=HISTORY_SHOWN)
-        records = page.records()
-        parts = []
-        for index, record in enumerate(records):
-            older = records[index + 1] if index + 1 < len(records) else None
-            if older is not None:
-                diff = versions.versions_diff(
-                    agent=obj.agent,
-                    artifact_id=obj.pk,
-                    number=record.version,
-                    from_=older.version,
-                )
-                lines = [
-                    f"{name}: {json.dumps(change['from'], ensure_ascii=False)} → "
-                    f"{json.dumps(change['to'], ensure_ascii=False)}"
-                    for name, change in diff["fields"].items()
-                ]
-                lines += [
-                    f"{op['op']} {op['path'] or '/'}"
-                    + (f" = {json.dumps(op['value'], ensure_ascii=False)}" if "value" in op else "")
-                    + (f" (from {op['from']})" if "from" in op else "")
-                    for op in diff["data"]
-                ]
-                changes = "\n".join(lines) or "no change"
-                change_html = format_html(
-                    '<p>Changes from v{}:</p><pre class="artifact-diff">{}</pre>',
-                    older.version,
-                    changes,
-                )
-            else:
-                change_html = format_html("<p>{}</p>", "The oldest version kept.")
-            download = "—"
-            if record.content is not None:
-                url = f"/{obj.agent.slug}/v1/artifacts/{obj.pk}/versions/{record.version}/content"
-                download = format_html(
-                    '<a href="{}" download>Download v{} ({} bytes, {})</a>',
-                    url,
-                    record.version,
-                    f"{record.content.size:,}",
-                    record.content.content_type,
-                )
-            parts.append(
-                format_html(
-                    '<details class="artifact-version"{}><summary>v{} · {} · {} · session {} · {}'
-                    '</summary>{}<pre class="artifact-json">{}</pre><p>{}</p></details>',
-                    " open" if index == 0 else "",
-                    record.version,
-                    record.updated_at.strftime("%Y-%m-%d %H:%M:%S UTC"),
-                    record.kind,
-                    record.session_id or "—",
-                    record.title or "(no title)",
-                    change_html,
-                    json.dumps(record.data, indent=2, ensure_ascii=False, sort_keys=True),
-                    download,
-                )
-            )
-        more = (
-            format_html("<p>Only the newest {} versions are shown.</p>", HISTORY_SHOWN)
-            if page.next_cursor
-            else ""
-        )
-        # Each part is already escaped by format_html.
-        return mark_safe("".join(parts) + more)  # noqa: S308
+    def history_versions(self, obj: Artifact) -> str:
+        return history.history_table(obj)
 
     # --- deletes go through the service, which emits artifact.deleted ------------------------
 

@@ -15,6 +15,7 @@ from django.contrib import admin
 from django.contrib.admin.views.main import PAGE_VAR, ChangeList
 from django.core.paginator import Page, Paginator
 from django.http import HttpRequest
+from django.urls import reverse
 
 from artifacts_app import access
 
@@ -61,6 +62,14 @@ class UncountedChangeList(ChangeList):
         page = paginator.page_num
         self.newer_url = self.get_query_string({PAGE_VAR: page - 1}) if page > 1 else None
         self.older_url = self.get_query_string({PAGE_VAR: page + 1}) if paginator.has_next else None
+
+    def url_for_result(self, result: Any) -> str:
+        # The id itself, not Django's quoted form (display.RawIdMixin opens both).
+        return reverse(
+            f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
+            args=(getattr(result, self.pk_attname),),
+            current_app=self.model_admin.admin_site.name,
+        )
 
 
 class UncountedAdmin(admin.ModelAdmin):

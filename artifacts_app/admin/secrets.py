@@ -7,6 +7,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.utils.html import format_html, format_html_join
 
+from artifacts_app.admin.display import EMPTY, iso
 from artifacts_app.models import ApiKey
 
 SECRETS_REFUSED = (
@@ -45,9 +46,9 @@ def keys_table(keys, revoke_url) -> str:
         (
             (
                 key.prefix,
-                key.label or "—",
-                key.created_at.strftime("%Y-%m-%d %H:%M"),
-                format_html("revoked {}", key.revoked_at.strftime("%Y-%m-%d %H:%M"))
+                key.label or EMPTY,
+                iso(key.created_at),
+                format_html("revoked {}", iso(key.revoked_at))
                 if key.revoked_at
                 else format_html('<a class="button" href="{}">Revoke</a>', revoke_url(key)),
             )

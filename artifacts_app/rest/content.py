@@ -169,6 +169,10 @@ def content_response(
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
     response["Content-Disposition"] = disposition
     _common_headers(response, etag)
+    if parsed is not None and parsed.essence == "application/pdf":
+        # The admin and the playground show a PDF in an <iframe sandbox> of this route
+        # (artifacts_app/previews.py): our own pages may frame it, no one else's.
+        response["X-Frame-Options"] = "SAMEORIGIN"
     return response
 
 

@@ -133,8 +133,12 @@ def test_search_by_key_title_and_id(staff_client, world):
 
 def test_artifact_page_shows_pretty_data_preview_and_session(staff_client, world):
     body = titles(staff_client.get(artifact_url("change", world["a"].id)))
-    assert "&quot;verdict&quot;: &quot;approve&quot;" in body  # pretty JSON, escaped
-    assert "# notes" in body
+    # pretty, foldable JSON, escaped
+    assert (
+        '<span class="json-key">&quot;verdict&quot;</span>: <span class="json-string">&quot;approve&quot;</span>'
+        in body
+    )
+    assert "<h1>notes</h1>" in body  # the Markdown content, rendered (previews)
     assert f"/reviewer/v1/artifacts/{world['a'].id}/content" in body
     assert "s_one" in body and "t-1" in body
     assert 'name="_save"' not in body  # read-only: nobody edits a record in place
@@ -149,7 +153,7 @@ def test_image_content_is_shown_from_the_content_route(staff_client, reviewer):
         content_type="image/png",
     ).record
     body = titles(staff_client.get(artifact_url("change", record.id)))
-    assert f'<img src="/reviewer/v1/artifacts/{record.id}/content"' in body
+    assert f'<img class="preview-image" src="/reviewer/v1/artifacts/{record.id}/content"' in body
 
 
 def test_binary_content_is_only_a_download_link(staff_client, reviewer):
@@ -161,8 +165,9 @@ def test_binary_content_is_only_a_download_link(staff_client, reviewer):
         content_type="application/zip",
     ).record
     body = titles(staff_client.get(artifact_url("change", record.id)))
-    assert "Download (10 bytes, application/zip)" in body
-    assert '<pre class="artifact-text">' not in body
+    assert "Download</a> (10 B, application/zip)" in body
+    assert '<div class="preview preview-download">' in body
+    assert '<pre class="preview-text">' not in body
 
 
 def test_stored_script_is_shown_escaped(staff_client, reviewer):
