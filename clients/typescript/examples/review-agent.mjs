@@ -1,7 +1,8 @@
 // An agent whose host code is TypeScript, start to finish: declare its kinds with zod, open a
 // session, watch the session's live events, run one turn in which the host tags a review and the
 // model tags a report through the tag_artifact tool (a scripted model answer stands in for the
-// provider call), then check the turn as an eval would.
+// provider call), revise the review (versions, a diff, a pin), move it to another session (the
+// watcher sees it leave as "moved"), then check the turn as an eval would.
 //
 //   clients/typescript/examples/run          (one command: installs, builds, serves, runs)
 //
@@ -61,7 +62,11 @@ try {
   const watching = (async () => {
     for await (const event of stream) {
       events.push(event);
-      console.log(`  event #${event.seq} ${event.type} ${event.record.kind} ${event.record.key ?? event.record.id}`);
+      if (event.type === "replay.truncated") continue;
+      // A view of the session drops a record on artifact.deleted, whatever the reason; "moved"
+      // means it went on in another session, whose data this viewer is never sent.
+      const why = event.type === "artifact.deleted" ? ` (${event.reason})` : "";
+      console.log(`  event #${event.seq} ${event.type}${why} ${event.record.kind} ${event.record.key ?? event.record.id}`);
     }
   })();
 
@@ -101,9 +106,20 @@ try {
   const content = await client.content(listed.find((r) => r.kind === "reviewed-pr").id);
   console.log(`review content: ${JSON.stringify(await content.text())}`);
 
+  // The review is revised: every tag of a key is a new version; diff says what changed.
+  const revised = await client.tag({ kind: "reviewed-pr", key: prUrl, title: `Reviewed ${prUrl}`,
+                                     data: { url: prUrl, verdict: "approve" }, sessionId });
+  const diff = await client.diff(revised.id, revised.version);
+  console.log(`versions of the review: ${(await client.versions(revised.id)).map((v) => v.version).join(", ")}; ` +
+              `v${diff.from} -> v${diff.to}: ${JSON.stringify(diff.data)}`);
+  await client.pin(revised.id);
+  // Moving it to another session: this session's watcher sees it leave (reason "moved").
+  const { id: elsewhere } = await client.createSession();
+  await client.tag({ kind: "reviewed-pr", key: prUrl, data: { url: prUrl, verdict: "approve" }, sessionId: elsewhere });
+
   const ok = turn.taggedArtifact("report", (record) => record.source === "model");
   console.log(`eval: the model tagged a report in turn t-1: ${ok}; tagged in the turn: ${turn.records.map((r) => `${r.kind}@${r.turnId}`).join(", ")}`);
-  while (events.length < 2) await new Promise((r) => setTimeout(r, 50));
+  while (!events.some((e) => e.type === "artifact.deleted")) await new Promise((r) => setTimeout(r, 50));
   stop.abort(); // ends the stream, and the loop above with it
   await watching;
   console.log(`events seen live: ${events.length}`);
