@@ -157,6 +157,13 @@ def require_tag(caller: Caller, agent: Agent) -> None:
         raise ForbiddenError("forbidden", "Only the agent's key may tag artifacts or run its tool.")
 
 
+def require_declare(caller: Caller, agent: Agent) -> None:
+    """Only the agent's own key declares its kinds (PUT artifacts/kinds)."""
+    _require_known(caller, agent)
+    if caller.kind != AGENT:
+        raise ForbiddenError("forbidden", "Only the agent's key may declare its kinds.")
+
+
 def require_delete(caller: Caller, agent: Agent) -> None:
     """The agent's key and staff delete."""
     _require_known(caller, agent)

@@ -31,6 +31,13 @@ class Agent(models.Model):
         db_default=10,
         help_text="Versions kept per record (freeform agents); 1 keeps no history.",
     )
+    # Kinds declared over HTTP (API.md "Kinds declared over HTTP"): the declaration as stored, and
+    # its hash, which names the compiled declaration in each process (registry.spec_for). The
+    # hot reads load the hash only; ``kinds`` is read once per process and declaration.
+    kinds = models.JSONField(null=True, blank=True, editable=False)
+    kinds_hash = models.CharField(
+        max_length=64, blank=True, default="", db_default="", editable=False
+    )
     artifact_count = models.PositiveIntegerField(default=0, editable=False)
     last_seq = models.PositiveBigIntegerField(default=0, editable=False)
     created_at = models.DateTimeField(default=timezone.now, editable=False)

@@ -7,7 +7,10 @@ no kinds, no tool, ``max`` from the row). ``spec_for`` answers the same ``AgentS
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -17,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
+from artifacts_app import jsonschemas
+from artifacts_app.errors import SchemaInvalidError
 from artifacts_app.names import KIND_RE, RESERVED_SLUGS, SLUG_RE
 
 if TYPE_CHECKING:
@@ -61,6 +66,64 @@ class Kind:
 
     def json_schema(self) -> dict | None:
         return self.adapter.json_schema() if self.adapter is not None else None
+
+    def parse(self, name: str, data: Any) -> Any:
+        """The JSON form of ``data`` parsed by the schema (defaults and coercions applied);
+        ``SchemaInvalidError`` with pydantic's error list when it does not match."""
+        if self.adapter is None:
+            return data
+        try:
+            value = self.adapter.validate_python(data)
+        except ValidationError as exc:
+            details = json.loads(exc.json(include_url=False))
+            raise _schema_invalid(name, details, exc) from None
+        return self.adapter.dump_python(value, mode="json")
+
+
+@dataclass(frozen=True)
+class SchemaKind(Kind):
+    """A kind whose ``schema`` is a JSON Schema (draft 2020-12) rather than a Python type: what an
+    agent declares over HTTP (API.md "Kinds declared over HTTP"). Checked by ``jsonschemas.check``
+    before it is made; compiled once, when first used."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.description, str) or not self.description.strip():
+            raise ImproperlyConfigured("A Kind needs a non-empty description.")
+        if self.keep_versions is not None:
+            check_keep_versions(self.keep_versions)
+
+    @cached_property
+    def adapter(self) -> TypeAdapter | None:
+        return None
+
+    @cached_property
+    def compiled(self) -> jsonschemas.CompiledSchema | None:
+        return jsonschemas.CompiledSchema(self.schema) if self.schema is not None else None
+
+    def json_schema(self) -> dict | None:
+        return self.schema
+
+    def parse(self, name: str, data: Any) -> Any:
+        """``data`` with the schema's defaults filled in; ``SchemaInvalidError`` with
+        ``{"loc", "msg"}`` details, as pydantic's, when it does not match."""
+        if self.compiled is None:
+            return data
+        filled, details = self.compiled.parse(data)
+        if details:
+            raise _schema_invalid(name, details, None)
+        return filled
+
+
+def _schema_invalid(name: str, details: list[dict[str, Any]], exc: Any) -> SchemaInvalidError:
+    first = details[0] if details else {"loc": [], "msg": str(exc)}
+    where = ".".join(str(part) for part in first.get("loc", [])) or "data"
+    return SchemaInvalidError(
+        "schema_invalid",
+        f"`data` does not match kind {name!r}: {where}: {first.get('msg')}.",
+        details,
+        kind=name,
+        validation=exc,
+    )
 
 
 @dataclass(frozen=True)
@@ -122,6 +185,7 @@ class AgentSpec:
     module: str = ""
     authored_tool: Any = field(default=None, compare=False)
     keep_versions: int = DEFAULT_KEEP_VERSIONS
+    declaration: str = ""  # the hash of a declaration made over HTTP; "" otherwise
 
     @property
     def freeform(self) -> bool:
@@ -196,18 +260,67 @@ def spec_for_declared(slug: str, module_path: str) -> AgentSpec:
     )
 
 
+def declared_in_code(agent: Agent) -> str:
+    """The module that declares ``agent``'s kinds, or "" when it has none (freeform or over HTTP)."""
+    return declared_agents().get(agent.slug) or agent.module
+
+
 def spec_for(agent: Agent) -> AgentSpec:
-    """The rules of ``agent``: from its module when declared, else freeform from its row."""
-    module_path = declared_agents().get(agent.slug) or agent.module
+    """The rules of ``agent``: from its module when declared in code, else from its row (kinds
+    declared over HTTP, or none: freeform)."""
+    module_path = declared_in_code(agent)
     if module_path:
         return spec_for_declared(agent.slug, module_path)
+    kinds: Mapping[str, Kind] = MappingProxyType({})
+    agent_tool = False
+    if agent.kinds_hash:
+        kinds, agent_tool = _http_kinds(agent)
     return AgentSpec(
         slug=agent.slug,
-        kinds=MappingProxyType({}),
-        agent_tool=False,
+        kinds=kinds,
+        agent_tool=agent_tool,
         max=agent.max_artifacts,
         keep_versions=max(int(agent.keep_versions or 1), 1),
+        declaration=agent.kinds_hash,
     )
+
+
+def declaration_hash(declaration: Mapping[str, Any]) -> str:
+    """What names a declaration made over HTTP: equal declarations, equal hashes."""
+    text = json.dumps(declaration, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def http_kinds(declaration: Mapping[str, Any]) -> dict[str, Kind]:
+    """The kinds of a stored HTTP declaration (``{"kinds": {name: {"description", "schema",
+    "keepVersions"}}, "agentTool"}``), its schemas already checked."""
+    return {
+        name: SchemaKind(
+            kind["description"], schema=kind.get("schema"), keep_versions=kind.get("keepVersions")
+        )
+        for name, kind in declaration.get("kinds", {}).items()
+    }
+
+
+# Compiled declarations by their content hash: a tag reads the agent row's hash (a column of the
+# row it loads anyway) and finds its kinds here, schemas compiled once per process. Keyed by content,
+# an entry can never be stale; bounded, since every PUT makes a new one.
+_http_cache: OrderedDict[str, tuple[Mapping[str, Kind], bool]] = OrderedDict()
+HTTP_CACHE_SIZE = 256
+
+
+def _http_kinds(agent: Agent) -> tuple[Mapping[str, Kind], bool]:
+    cached = _http_cache.get(agent.kinds_hash)
+    if cached is not None:
+        _http_cache.move_to_end(agent.kinds_hash)
+        return cached
+    declaration = agent.kinds or {}  # not loaded with the row on the hot path: one query, once
+    found = (MappingProxyType(http_kinds(declaration)), bool(declaration.get("agentTool")))
+    # Under the hash of what was read: a PUT since the row was loaded stores nothing stale.
+    _http_cache[declaration_hash(declaration)] = found
+    while len(_http_cache) > HTTP_CACHE_SIZE:
+        _http_cache.popitem(last=False)
+    return found
 
 
 def slug_problem(slug: object) -> str | None:

@@ -148,12 +148,42 @@ class KindSerializer(serializers.Serializer):
     name = serializers.CharField()
     description = serializers.CharField()
     schema = serializers.DictField(allow_null=True)
+    keepVersions = serializers.IntegerField(
+        allow_null=True, help_text="Versions kept per record of this kind; null: the agent's."
+    )
 
 
 class KindsSerializer(serializers.Serializer):
     kinds = KindSerializer(many=True)
     max = serializers.IntegerField()
     agentTool = serializers.BooleanField()
+    keepVersions = serializers.IntegerField(help_text="Versions kept per record (default 10).")
+
+
+class KindDeclareSerializer(serializers.Serializer):
+    description = serializers.CharField(help_text="What this kind is, for people and models.")
+    schema = serializers.DictField(
+        required=False,
+        allow_null=True,
+        help_text="A JSON Schema (draft 2020-12), at most 64 KiB, every `$ref` local (`#…`); "
+        "null or left out: any JSON.",
+    )
+    keepVersions = serializers.IntegerField(
+        required=False, allow_null=True, min_value=1, help_text="Overrides the agent's."
+    )
+
+
+class KindsDeclareSerializer(serializers.Serializer):
+    """The body of ``PUT artifacts/kinds``: the whole declaration, replacing the one before."""
+
+    kinds = serializers.DictField(
+        child=KindDeclareSerializer(), help_text="Kind name -> its declaration; {} for freeform."
+    )
+    agentTool = serializers.BooleanField(
+        required=False, default=False, help_text="Offer the tag_artifact tool (needs a kind)."
+    )
+    max = serializers.IntegerField(required=False, default=1000, min_value=1)
+    keepVersions = serializers.IntegerField(required=False, default=10, min_value=1)
 
 
 class ErrorBodySerializer(serializers.Serializer):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from artifacts_app.names import ARTIFACT_ID_PATTERN, RESERVED_SLUGS, SESSION_ID_PATTERN
-from artifacts_app.rest import versions, views
+from artifacts_app.rest import kinds, versions, views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
@@ -25,7 +25,7 @@ agent_urlpatterns: list[URLPattern | URLResolver] = [
     path("sessions", views.SessionsView.as_view(), name="sessions"),
     re_path(rf"^sessions/{SESSION_ID}$", views.SessionDetailView.as_view(), name="session"),
     path("artifacts", views.ArtifactsView.as_view(), name="artifacts"),
-    path("artifacts/kinds", views.KindsView.as_view(), name="kinds"),
+    path("artifacts/kinds", kinds.KindsView.as_view(), name="kinds"),
     re_path(rf"^artifacts/{ARTIFACT_ID}$", views.ArtifactDetailView.as_view(), name="artifact"),
     re_path(rf"^artifacts/{ARTIFACT_ID}/content$", views.ContentView.as_view(), name="content"),
     re_path(rf"^artifacts/{ARTIFACT_ID}/pin$", versions.PinView.as_view(), name="pin"),

@@ -22,7 +22,6 @@ from artifacts_app.blobs import content_too_large, max_content_bytes
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent
 from artifacts_app.records import record_json
-from artifacts_app.registry import spec_for
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.auth import request_caller
 from artifacts_app.rest.content import content_response
@@ -421,27 +420,3 @@ class _BodyReader:
 
     def read(self, size: int = -1) -> bytes:
         return self._request.read(size)
-
-
-class KindsView(AgentView):
-    """What the agent declares: its kinds with their JSON Schema, its cap and its tool switch."""
-
-    @extend_schema(
-        operation_id="artifacts_kinds",
-        summary="The agent's kinds, cap and tool switch",
-        responses={200: s.KindsSerializer, **errors()},
-    )
-    def get(self, request: Any, slug: str) -> HttpResponse:
-        agent = self.agent()
-        access.artifact_visibility(self.caller(), agent)
-        spec = spec_for(agent)
-        return json_response(
-            {
-                "kinds": [
-                    {"name": name, "description": kind.description, "schema": kind.json_schema()}
-                    for name, kind in sorted(spec.kinds.items())
-                ],
-                "max": spec.max,
-                "agentTool": spec.tool_enabled,
-            }
-        )

@@ -4,7 +4,7 @@ Every entry point (REST, admin, commands, websocket, Python API, tool) calls the
 plain Python values; none of them writes a model itself. Access is decided by the caller through
 ``access``; these functions enforce the data rules of API.md "Tag" and raise ``ArtifactError``.
 
-``artifacts`` (tag, delete, evict), ``history`` (restore, pin), ``pruning`` (prune), ``rules`` (the Tag rules that need no
+``artifacts`` (tag, delete, evict), ``kinds`` (kinds declared over HTTP), ``history`` (restore, pin), ``pruning`` (prune), ``rules`` (the Tag rules that need no
 database), ``sessions``, ``agents`` (freeform and declared), ``secrets`` (keys and tokens), ``tool``
 (running a model's call), ``blobs`` (collecting unreferenced blobs). The reads they need, and that
 callers used to find here (``agent_get``, ``token_lookup``), are ``selectors``' and re-exported.
@@ -21,9 +21,11 @@ from artifacts_app.services.artifacts import (
     artifact_delete,
     artifact_tag,
     artifacts_delete,
+    artifacts_evict,
 )
 from artifacts_app.services.blobs import GcReport, blob_collect_one, blobs_collect
 from artifacts_app.services.history import artifact_pin, artifact_restore
+from artifacts_app.services.kinds import kinds_declare
 from artifacts_app.services.pruning import (
     PruneReport,
     artifacts_prune,
@@ -58,11 +60,13 @@ __all__ = [
     "artifact_restore",
     "artifact_tag",
     "artifacts_delete",
+    "artifacts_evict",
     "artifacts_prune",
     "blob_collect_one",
     "blobs_collect",
     "events_prune",
     "keyed_id",
+    "kinds_declare",
     "new_id",
     "parse_data",
     "parse_duration",

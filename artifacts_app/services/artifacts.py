@@ -259,6 +259,21 @@ def _evict(agent: Agent, *, keep_id: str, count: int, batch: EventBatch, at: dat
     return _deleted_events(evicted, batch=batch, reason="evicted", at=at)
 
 
+def artifacts_evict(*, agent: Agent, max: int) -> int:
+    """Bring ``agent`` down to ``max`` records now (its ``max`` was lowered): the oldest-updated
+    unpinned ones go, each with ``artifact.deleted`` (reason ``evicted``); answers how many went.
+    Pinned records stay, even past ``max``."""
+    with transaction.atomic():
+        count, last_seq = _lock_agent(agent)
+        if count <= max:
+            return 0
+        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+        evicted = _evict(agent, keep_id="", count=count - max, batch=batch, at=timezone.now())
+        batch.store()
+        _sql.agent_counters_save(agent.pk, _sql.Counters(count - evicted, batch.last_seq))
+    return evicted
+
+
 def artifact_content_put(
     *,
     agent: Agent | str,

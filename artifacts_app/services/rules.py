@@ -3,14 +3,12 @@ once, before anything is written."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
-from pydantic import ValidationError
 
 from artifacts_app import media
-from artifacts_app.errors import ArtifactError, SchemaInvalidError, TooLargeError
+from artifacts_app.errors import ArtifactError, TooLargeError
 from artifacts_app.models import Artifact
 from artifacts_app.names import (
     KEY_MAX,
@@ -79,22 +77,7 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
             "data_required", "`data` is required and may not be null.", {"field": "data"}
         )
     declared = spec.kinds.get(kind)
-    if declared is not None and declared.adapter is not None:
-        try:
-            value = declared.adapter.validate_python(data)
-        except ValidationError as exc:
-            details = json.loads(exc.json(include_url=False))
-            first = details[0] if details else {"loc": [], "msg": str(exc)}
-            where = ".".join(str(part) for part in first.get("loc", [])) or "data"
-            raise SchemaInvalidError(
-                "schema_invalid",
-                f"`data` does not match kind {kind!r}: {where}: {first.get('msg')}.",
-                details,
-                kind=kind,
-                validation=exc,
-            ) from None
-        return declared.adapter.dump_python(value, mode="json")
-    return data
+    return declared.parse(kind, data) if declared is not None else data
 
 
 def _check_content_type(content_type: Any, *, has_contents: bool) -> None:

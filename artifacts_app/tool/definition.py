@@ -61,7 +61,8 @@ _cache: dict[tuple[str, str, int], tuple[dict[str, Any], list[str]]] = {}
 
 def input_schema_and_open_objects(spec: AgentSpec) -> tuple[dict[str, Any], list[str]]:
     """The tool's input schema, and the paths of objects that could not be closed (dict fields)."""
-    cache_key = (spec.slug, spec.module, id(spec.kinds))
+    # Kinds declared over HTTP are named by their declaration's hash, code's by their module.
+    cache_key = (spec.slug, spec.module or spec.declaration, id(spec.kinds))
     cached = _cache.get(cache_key)
     if cached is not None:
         return copy.deepcopy(cached[0]), list(cached[1])
@@ -78,6 +79,8 @@ def input_schema_and_open_objects(spec: AgentSpec) -> tuple[dict[str, Any], list
         schema["$defs"] = defs
     strict = Strictifier()
     schema = strict.walk(schema)
+    if len(_cache) >= 512:  # every PUT of kinds makes a new entry
+        _cache.clear()
     _cache[cache_key] = (schema, strict.open_objects)
     return copy.deepcopy(schema), list(strict.open_objects)
 

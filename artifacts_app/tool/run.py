@@ -97,7 +97,7 @@ def parse_call(spec: AgentSpec, tool_input: Any) -> ToolCall:
             f"expected {_expected(declared)}.",
             "artifact.data",
         )
-    if declared.adapter is not None:
+    if declared.schema is not None:
         # Models send null for optional fields that have defaults; the schema wants them absent.
         data = strip_defaulted_nulls(declared.json_schema(), data)
     # A model often says "none" with an empty string; the tag's rules want null for that.
@@ -116,8 +116,12 @@ def _expected(kind: Any) -> str:
     return f"a value of JSON type {schema.get('type', 'as the schema says')}"
 
 
-def _data_error(kind: str, exc: ValidationError) -> ToolInputError:
-    errors = json.loads(exc.json(include_url=False, include_context=False))
+def _data_error(exc: SchemaInvalidError) -> ToolInputError:
+    kind = exc.kind
+    if isinstance(exc.validation, ValidationError):
+        errors = json.loads(exc.validation.json(include_url=False, include_context=False))
+    else:  # a JSON Schema kind: the details are already in pydantic's shape
+        errors = list(exc.details or [])
     first = errors[0] if errors else {"loc": [], "msg": str(exc)}
     field = ".".join(["artifact", "data", *(str(p) for p in first.get("loc", []))])
     more = f" ({len(errors) - 1} more problem(s) listed in details)" if len(errors) > 1 else ""
@@ -135,7 +139,7 @@ def _data_error(kind: str, exc: ValidationError) -> ToolInputError:
 def model_facing(exc: ArtifactError) -> ArtifactError:
     """A refusal from the tag service about one of the model's fields, renamed to the tool's path."""
     if isinstance(exc, SchemaInvalidError):
-        return _data_error(exc.kind, exc.validation)
+        return _data_error(exc)
     details = exc.details if isinstance(exc.details, dict) else {}
     field = details.get("field")
     if field not in ARTIFACT_FIELDS:

@@ -41,6 +41,7 @@ _DROPPED = {
     "deprecated",
     "$schema",
     "$id",
+    "$comment",
     "contentEncoding",
     "contentMediaType",
     "patternProperties",

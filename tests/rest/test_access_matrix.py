@@ -50,6 +50,11 @@ MATRIX: dict[tuple[str, str], dict[str, int]] = {
     ("artifacts/kinds", "GET"): dict(
         none=401, agent=200, other_agent=403, owner=200, other_user=200, staff=200
     ),
+    # The world's agent declares its kinds in code: its own key gets 409 kinds_in_code (the
+    # freeform agent's own key is tested in test_kinds_put.py).
+    ("artifacts/kinds", "PUT"): dict(
+        none=401, agent=409, other_agent=403, owner=403, other_user=403, staff=403
+    ),
     ("artifacts/<artifact_id>", "GET"): dict(
         none=401, agent=200, other_agent=403, owner=200, other_user=404, staff=200
     ),

@@ -145,7 +145,7 @@ def test_kinds(world: World, client):
     assert names["report"]["schema"] is None
     assert names["reviewed-pr"]["schema"]["required"] == ["url"]
     free = orjson.loads(client.get("/other/v1/artifacts/kinds", **bearer(world.other_key)).content)
-    assert free == {"kinds": [], "max": 100, "agentTool": False}
+    assert free == {"kinds": [], "max": 100, "agentTool": False, "keepVersions": 10}
 
 
 def test_delete_takes_the_record_and_its_content(world: World, client):
