@@ -6,9 +6,11 @@
 //
 //   clients/typescript/examples/run          (one command: installs, builds, serves, runs)
 //
-// Against your own server: ARTIFACTS_URL=http://127.0.0.1:8000 ARTIFACTS_AGENT_KEY=<key of reviewer>
-// (`.venv/bin/python manage.py create_agent_key reviewer | tail -1`). Without them it starts a
-// throwaway server of this checkout (python -m tests.kit_server) and stops it at the end.
+// Against your own server: ARTIFACTS_URL=http://127.0.0.1:8000 ARTIFACTS_AGENT=<slug>
+// ARTIFACTS_AGENT_KEY=<its key> (`manage.py create_agent my-agent` then
+// `manage.py create_agent_key my-agent | tail -1`). Without them it starts a throwaway server of
+// this checkout (python -m tests.kit_server, agent "declared": made with create_agent, no kinds
+// until this declares them) and stops it at the end.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { dirname, join, resolve } from "node:path";
@@ -31,7 +33,12 @@ const kinds = defineArtifacts({
 
 async function server() {
   if (process.env.ARTIFACTS_URL && process.env.ARTIFACTS_AGENT_KEY) {
-    return { baseUrl: process.env.ARTIFACTS_URL, key: process.env.ARTIFACTS_AGENT_KEY, stop: async () => {} };
+    return {
+      baseUrl: process.env.ARTIFACTS_URL,
+      key: process.env.ARTIFACTS_AGENT_KEY,
+      agent: process.env.ARTIFACTS_AGENT ?? "reviewer",
+      stop: async () => {},
+    };
   }
   const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
   const python = process.env.ARTIFACTS_SERVER_PYTHON ?? join(root, ".venv", "bin", "python");
@@ -44,14 +51,22 @@ async function server() {
   console.log(`server: a throwaway daphne of this checkout at ${info.base}`);
   return {
     baseUrl: info.base,
-    key: info.keys.reviewer,
+    key: info.keys.declared,
+    agent: "declared",
     stop: () => new Promise((done) => (child.once("exit", done), child.stdin.end())),
   };
 }
 
-const { baseUrl, key, stop: stopServer } = await server();
+const { baseUrl, key, agent, stop: stopServer } = await server();
 try {
-  const client = connect({ baseUrl, key, agent: "reviewer", kinds });
+  const client = connect({ baseUrl, key, agent, kinds });
+  try {
+    const declared = await client.declare(); // PUT artifacts/kinds: the zod schemas as JSON Schema
+    console.log(`declared on ${agent}: ${declared.kinds.map((k) => k.name).join(", ")} (agentTool ${declared.agentTool}, max ${declared.max})`);
+  } catch (error) {
+    if (!(error instanceof ArtifactsError && error.code === "kinds_in_code")) throw error;
+    console.log(`${agent} declares its kinds in Python on the server: using those`);
+  }
   const { id: sessionId } = await client.createSession();
   console.log(`session: ${sessionId}`);
 
