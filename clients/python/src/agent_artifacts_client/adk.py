@@ -273,13 +273,14 @@ class AgentArtifactsService(BaseArtifactService):
             data.update(part="text", mimeType="text/plain")
             contents = part.text
         elif part.file_data is not None and part.file_data.file_uri:
-            file = part.file_data
-            if file.file_uri.startswith("artifact://"):
-                self._check_reference(file.file_uri, scope, session_id)
+            file, uri = part.file_data, part.file_data.file_uri
+            reference = uri.startswith("artifact://")
+            if reference:  # its type is the target's, known only on load
+                self._check_reference(uri, scope, session_id)
             data.update(
                 part="file",
-                fileUri=file.file_uri,
-                mimeType=None if file.file_uri.startswith("artifact://") else file.mime_type,
+                fileUri=uri,
+                mimeType=None if reference else file.mime_type,
                 displayName=file.display_name,
             )
         else:
