@@ -7,6 +7,7 @@ Needs google-adk (``pip install "./clients/python[adk,test]"``). Without it thes
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -19,7 +20,13 @@ from conftest import Served
 
 try:
     from agent_artifacts_client.adk import AgentArtifactsService
+    from google.adk.agents import BaseAgent
+    from google.adk.apps import App
     from google.adk.artifacts import InMemoryArtifactService
+    from google.adk.events import Event
+    from google.adk.plugins.save_files_as_artifacts_plugin import SaveFilesAsArtifactsPlugin
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
     from google.genai import types
 except ImportError:
     if os.environ.get("ARTIFACTS_KIT_ADK") == "required":
@@ -252,3 +259,54 @@ async def test_no_session_means_the_user_scope_as_adks_base_class_says(ours):
     )
     assert await ours.load_artifact(**scope, filename="prefs") == again
     assert await ours.list_artifact_keys(**scope) == ["user:prefs"]  # as last saved
+
+
+if "BaseAgent" in globals():
+
+    class ArtifactReader(BaseAgent):
+        """An agent with no model: answers with every artifact of its session, as loaded."""
+
+        async def _run_async_impl(self, ctx: Any) -> Any:
+            service, scope = ctx.artifact_service, {
+                "app_name": ctx.app_name, "user_id": ctx.user_id, "session_id": ctx.session.id,
+            }  # fmt: skip
+            loaded = {
+                name: (await service.load_artifact(**scope, filename=name)).model_dump(
+                    exclude_none=True, mode="json"
+                )
+                for name in await service.list_artifact_keys(**scope)
+            }
+            text = json.dumps(loaded, sort_keys=True)
+            yield Event(
+                invocation_id=ctx.invocation_id,
+                author=self.name,
+                content=types.Content(role="model", parts=[types.Part(text=text)]),
+            )
+
+
+async def run_a_turn(artifacts: Any) -> list[str]:
+    """A turn through ADK's own Runner: its SaveFilesAsArtifactsPlugin saves the user's file with
+    the artifact service, then the agent lists and loads what the session holds."""
+    sessions = InMemorySessionService()
+    app = App(
+        name=f"app_{uuid.uuid4().hex[:8]}",
+        root_agent=ArtifactReader(name="reader"),
+        plugins=[SaveFilesAsArtifactsPlugin()],
+    )
+    runner = Runner(app=app, session_service=sessions, artifact_service=artifacts)
+    session = await sessions.create_session(app_name=app.name, user_id="uma")
+    upload = types.Blob(mime_type="text/csv", data=b"a,b\n1,2\n", display_name="table.csv")
+    message = types.Content(
+        role="user", parts=[types.Part(text="see attached"), types.Part(inline_data=upload)]
+    )
+    answers = []
+    async for event in runner.run_async(user_id="uma", session_id=session.id, new_message=message):
+        if event.content and event.content.parts and event.author == "reader":
+            answers.append(event.content.parts[0].text)
+    return answers
+
+
+async def test_adks_runner_saves_and_loads_through_it_as_through_its_own(ours):
+    theirs = await run_a_turn(InMemoryArtifactService())
+    assert len(theirs) == 1 and "table.csv" in theirs[0]
+    assert await run_a_turn(ours) == theirs
