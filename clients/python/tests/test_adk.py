@@ -81,7 +81,9 @@ async def adk_session(service: Any, app: str, user: str) -> list[tuple[str, Any]
         **scope, session_id=s1, filename="user:profile.json", artifact=profile))  # fmt: skip
     await step("re-save user: from another session", service.save_artifact(
         **scope, session_id=s2, filename="user:profile.json",
-        artifact={"inlineData": {"mimeType": "application/json", "data": b'{"lang": "fr"}'}},
+        artifact=types.Part(
+            inline_data=types.Blob(mime_type="application/json", data=b'{"lang": "fr"}')
+        ),
     ))  # fmt: skip
     ref = types.Part(file_data=types.FileData(
         file_uri=f"artifact://apps/{app}/users/{user}/sessions/{s1}/artifacts/report.md/versions/1"
@@ -94,7 +96,7 @@ async def adk_session(service: Any, app: str, user: str) -> list[tuple[str, Any]
     await step("save a file link", service.save_artifact(
         **scope, session_id=s1, filename="paper", artifact=link))  # fmt: skip
 
-    for version in (None, 0, 1, 2, 3, -1):
+    for version in (None, 0, 1, 2, 3):  # -1: ADK 1 answers the latest, ADK 2 None
         await step(f"load report.md v{version}", service.load_artifact(
             **scope, session_id=s1, filename="report.md", version=version))  # fmt: skip
     await step("load bytes", service.load_artifact(**scope, session_id=s1, filename="chart.png"))
@@ -214,6 +216,7 @@ async def test_history_past_keep_versions_loads_as_none_and_numbering_goes_on(ou
     assert await ours.load_artifact(**scope, version=1) is None
     assert (await ours.load_artifact(**scope, version=2)).text == "v2"
     assert await ours.get_artifact_version(**scope, version=0) is None
+    assert await ours.load_artifact(**scope, version=-1) is None  # as ADK 2 (ADK 1: the latest)
     assert (await ours.get_artifact_version(**scope)).version == 11
     assert await ours.save_artifact(**scope, artifact=types.Part(text="v12")) == 12
 
@@ -259,6 +262,10 @@ async def test_no_session_means_the_user_scope_as_adks_base_class_says(ours):
     )
     assert await ours.load_artifact(**scope, filename="prefs") == again
     assert await ours.list_artifact_keys(**scope) == ["user:prefs"]  # as last saved
+    # A Part as a dict (camelCase, as ADK 2's ensure_part takes it) is a Part.
+    as_dict = {"inlineData": {"mimeType": "application/json", "data": b"{}"}}
+    assert await ours.save_artifact(**scope, filename="d", artifact=as_dict) == 0
+    assert (await ours.load_artifact(**scope, filename="d")).inline_data.data == b"{}"
 
 
 if "BaseAgent" in globals():

@@ -56,7 +56,7 @@ from agent_artifacts_client.records import ArtifactRecord
 try:
     from google.adk.errors.input_validation_error import InputValidationError
 except ImportError:  # pragma: no cover - older ADK
-    InputValidationError = ValueError  # type: ignore[misc,assignment]
+    InputValidationError = ValueError  # type: ignore[misc,assignment,unused-ignore]
 
 USER_PREFIX = "user:"
 DEFAULT_KIND = "adk-artifact"
