@@ -174,12 +174,15 @@ class CompiledSchema:
         self.schema = schema
         registry, self.resolver = _registry(schema)
         self.validator = Draft202012Validator(schema, registry=registry)
+        # Most schemas have no default: those skip the walk (a property *named* "default" only
+        # costs the walk, which then fills nothing).
+        self.fills = b'"default"' in orjson.dumps(schema)
 
     def parse(self, data: Any) -> tuple[Any, list[dict[str, Any]]]:
         """``data`` with the defaults of absent object properties filled in (recursively, inside
         objects that are present), and its problems as ``{"type", "loc", "msg", "input"}`` like
         pydantic's (empty when it is valid). ``data`` itself is never changed."""
-        filled = self._fill(self.schema, data, self.resolver, 0)
+        filled = self._fill(self.schema, data, self.resolver, 0) if self.fills else data
         problems = sorted(self.validator.iter_errors(filled), key=relevance)
         return filled, _details(problems[:ERRORS_LISTED])
 

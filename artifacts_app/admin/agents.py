@@ -124,7 +124,13 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
 
     @admin.display(description="declared in")
     def module_or_freeform(self, obj: Agent) -> str:
-        return spec_for(obj).module or "— (freeform: any kind, no tool)"
+        spec = spec_for(obj)
+        if spec.module:
+            return spec.module
+        keep = f"keeps {spec.keep_versions} versions per record"
+        if spec.declaration:
+            return f"over HTTP (PUT /{obj.slug}/v1/artifacts/kinds); {keep}"
+        return f"— (freeform: any kind, no tool); {keep}"
 
     @admin.display(description="kinds and their JSON Schemas")
     def kinds_and_schemas(self, obj: Agent) -> str:
@@ -133,11 +139,12 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
             return "Freeform: any non-empty kind; an omitted kind is “artifact”."
         return format_html_join(
             "",
-            '<div class="kind"><strong>{}</strong> — {}<pre class="artifact-json">{}</pre></div>',
+            '<div class="kind"><strong>{}</strong> — {}{}<pre class="artifact-json">{}</pre></div>',
             (
                 (
                     name,
                     kind.description,
+                    f" (keeps {kind.keep_versions} versions)" if kind.keep_versions else "",
                     json.dumps(kind.json_schema(), indent=2)
                     if kind.schema is not None
                     else "no schema: any JSON",

@@ -90,7 +90,8 @@ def declaration_clean(body: Any) -> tuple[dict[str, Any], int, int]:
             '"keepVersions"?}}, "agentTool"?, "max"?, "keepVersions"?}.',
         )
     _unknown_fields(body, FIELDS, "")
-    check_value(body, field="kinds", code="invalid_body")  # what both databases can store
+    for name, value in body.items():  # what both databases can store
+        check_value(value, field=name, code="invalid_body")
     kinds = body.get("kinds")
     if not isinstance(kinds, dict):
         raise _refuse(

@@ -318,3 +318,31 @@ def test_ids_that_look_quoted_open_from_the_session_page(staff_client, reviewer,
     response = staff_client.get(href)
     assert response.status_code == 200
     assert record.id in response.content.decode()
+
+
+def test_agent_page_shows_kinds_declared_over_http(staff_client, freeform):
+    services.kinds_declare(
+        agent=freeform,
+        declaration={
+            "kinds": {
+                "reviewed-pr": {
+                    "description": "A pull request this agent reviewed.",
+                    "schema": {
+                        "type": "object",
+                        "properties": {"verdict": {"type": "string", "default": "comment"}},
+                    },
+                    "keepVersions": 20,
+                }
+            },
+            "agentTool": True,
+            "max": 50,
+            "keepVersions": 4,
+        },
+    )
+    body = titles(staff_client.get(reverse("admin:artifacts_app_agent_change", args=[freeform.pk])))
+    assert "over HTTP (PUT /free/v1/artifacts/kinds); keeps 4 versions per record" in body
+    assert "reviewed-pr" in body and "A pull request this agent reviewed." in body
+    assert "(keeps 20 versions)" in body and "&quot;verdict&quot;" in body  # its JSON Schema
+    assert "0 / 50" in body
+    listing = titles(staff_client.get(reverse("admin:artifacts_app_agent_changelist")))
+    assert "reviewed-pr" in listing

@@ -131,3 +131,31 @@ def anthropic_problems(tool: dict[str, Any]) -> list[str]:
         if union in schema:
             problems.append(f"input_schema has {union} at its top")
     return problems
+
+
+def sdk_problems(tool: dict[str, Any], fmt: str) -> list[str]:
+    """Why the vendor's own SDK type for this format refuses the tool ([] = none): Anthropic's
+    ``ToolParam``, OpenAI's Chat Completions function tool and Responses ``FunctionToolParam``,
+    validated by pydantic, with no key the type does not name."""
+    from typing import get_type_hints
+
+    from pydantic import TypeAdapter, ValidationError
+
+    if fmt == "anthropic":
+        from anthropic.types import ToolParam as sdk_type
+    elif fmt == "openai":
+        from openai.types import chat
+
+        sdk_type = (
+            getattr(chat, "ChatCompletionFunctionToolParam", None) or chat.ChatCompletionToolParam
+        )
+    else:
+        from openai.types.responses import FunctionToolParam as sdk_type
+    problems = [
+        f"key {key!r} unknown to the SDK" for key in set(tool) - set(get_type_hints(sdk_type))
+    ]
+    try:
+        TypeAdapter(sdk_type).validate_python(tool, strict=True)
+    except ValidationError as exc:
+        problems.append(str(exc))
+    return problems

@@ -9,7 +9,12 @@ from pydantic import BaseModel
 from artifacts_app.errors import ArtifactError
 from artifacts_app.registry import Kind, define_artifacts, spec_for_declared
 from artifacts_app.tool import tool_definition
-from tests.tool.checkers import anthropic_problems, check_draft_2020_12, openai_strict_problems
+from tests.tool.checkers import (
+    anthropic_problems,
+    check_draft_2020_12,
+    openai_strict_problems,
+    sdk_problems,
+)
 
 SPECS = {
     "reviewer": ("reviewer", "agent_site.agents.reviewer"),
@@ -34,6 +39,11 @@ def test_every_format_validates_as_draft_2020_12(spec):
         for part in path:
             schema = schema[part]
         check_draft_2020_12(schema)
+
+
+def test_every_format_passes_the_vendors_sdk_types(spec):
+    for fmt in ("anthropic", "openai", "openai-responses"):
+        assert sdk_problems(tool_definition(spec, fmt), fmt) == []
 
 
 def test_openai_format_passes_the_strict_mode_rules(spec):

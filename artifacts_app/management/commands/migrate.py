@@ -18,6 +18,8 @@ class Command(migrate.Command):
         super().handle(*args, **options)
         if options.get("plan") or options.get("check_unapplied") or options.get("prune"):
             return  # reporting modes change nothing
+        if options.get("migration_name"):
+            return  # migrated to a named migration: the tables may be behind the models
         synced = services.agents_sync_declared()
         if options["verbosity"] >= 1 and synced:
             self.stdout.write(f"Declared agents in step: {', '.join(a.slug for a in synced)}")
