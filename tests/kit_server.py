@@ -9,15 +9,17 @@ migrates, creates the users and secrets the kits' tests need, starts daphne exac
 own tests do (``tests.servers.DaphneServer``), prints ONE line of JSON on stdout —
 
     {"base": "http://127.0.0.1:PORT", "ws": "ws://127.0.0.1:PORT", "port": PORT,
-     "keys": {"reviewer": "<agent key>", "notes": "<agent key>"},
+     "keys": {"reviewer": "<agent key>", "notes": "<agent key>", "tiny": "…", "declared": "…"},
      "userToken": "<uma's token>", "staffToken": "<stan's token>", "user": "uma", "staff": "stan"}
 
 — and serves until its stdin closes (the test process ended, however it ended) or it gets SIGTERM;
 then it stops daphne and removes the data dir. ``reviewer`` is the demo agent declared in code
 (kinds ``reviewed-pr`` with a schema, ``report``; the tool on); ``notes`` is a freeform agent made
-with ``create_agent``, as an agent whose host code is not Python would be. ``uma`` is a plain user,
-``stan`` a staff user. Everything is made through the management commands the contract names, so
-the secrets are exactly what an operator would hand an agent.
+with ``create_agent``, as an agent whose host code is not Python would be; ``tiny`` is one with
+``max`` 2 (eviction, pins, ``cap_reached``) and ``declared`` one whose kinds the kits' tests declare
+over HTTP (``PUT artifacts/kinds``). ``uma`` is a plain user, ``stan`` a staff user. Everything
+is made through the management commands the contract names, so the secrets are exactly what an
+operator would hand an agent.
 """
 
 from __future__ import annotations
@@ -67,10 +69,14 @@ def _prepare() -> dict[str, object]:
     User.objects.create_user("uma", password="uma-pw-123")
     User.objects.create_user("stan", password="stan-pw-123", is_staff=True)
     call_command("create_agent", "notes", stdout=io.StringIO())
+    call_command("create_agent", "tiny", "--max", "2", stdout=io.StringIO())
+    call_command("create_agent", "declared", stdout=io.StringIO())
     return {
         "keys": {
             "reviewer": _last_line("create_agent_key", "reviewer"),
             "notes": _last_line("create_agent_key", "notes"),
+            "tiny": _last_line("create_agent_key", "tiny"),
+            "declared": _last_line("create_agent_key", "declared"),
         },
         "userToken": _last_line("create_user_token", "uma"),
         "staffToken": _last_line("create_user_token", "stan"),

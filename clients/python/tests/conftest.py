@@ -30,6 +30,8 @@ class Served:
     port: int
     key: str  # agent key of `reviewer` (kinds declared in code)
     notes_key: str  # agent key of `notes` (freeform)
+    tiny_key: str  # agent key of `tiny` (freeform, max 2)
+    declared_key: str  # agent key of `declared` (freeform; the declare tests give it kinds)
     user_token: str  # a plain user, "uma"
     staff_token: str  # a staff user, "stan"
 
@@ -63,6 +65,8 @@ def served():
             port=info["port"],
             key=info["keys"]["reviewer"],
             notes_key=info["keys"]["notes"],
+            tiny_key=info["keys"]["tiny"],
+            declared_key=info["keys"]["declared"],
             user_token=info["userToken"],
             staff_token=info["staffToken"],
         )

@@ -1,13 +1,16 @@
 // An agent whose host code is TypeScript, start to finish: declare its kinds with zod, open a
 // session, watch the session's live events, run one turn in which the host tags a review and the
 // model tags a report through the tag_artifact tool (a scripted model answer stands in for the
-// provider call), then check the turn as an eval would.
+// provider call), revise the review (versions, a diff, a pin), move it to another session (the
+// watcher sees it leave as "moved"), then check the turn as an eval would.
 //
 //   clients/typescript/examples/run          (one command: installs, builds, serves, runs)
 //
-// Against your own server: ARTIFACTS_URL=http://127.0.0.1:8000 ARTIFACTS_AGENT_KEY=<key of reviewer>
-// (`.venv/bin/python manage.py create_agent_key reviewer | tail -1`). Without them it starts a
-// throwaway server of this checkout (python -m tests.kit_server) and stops it at the end.
+// Against your own server: ARTIFACTS_URL=http://127.0.0.1:8000 ARTIFACTS_AGENT=<slug>
+// ARTIFACTS_AGENT_KEY=<its key> (`manage.py create_agent my-agent` then
+// `manage.py create_agent_key my-agent | tail -1`). Without them it starts a throwaway server of
+// this checkout (python -m tests.kit_server, agent "declared": made with create_agent, no kinds
+// until this declares them) and stops it at the end.
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { dirname, join, resolve } from "node:path";
@@ -30,7 +33,12 @@ const kinds = defineArtifacts({
 
 async function server() {
   if (process.env.ARTIFACTS_URL && process.env.ARTIFACTS_AGENT_KEY) {
-    return { baseUrl: process.env.ARTIFACTS_URL, key: process.env.ARTIFACTS_AGENT_KEY, stop: async () => {} };
+    return {
+      baseUrl: process.env.ARTIFACTS_URL,
+      key: process.env.ARTIFACTS_AGENT_KEY,
+      agent: process.env.ARTIFACTS_AGENT ?? "reviewer",
+      stop: async () => {},
+    };
   }
   const root = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
   const python = process.env.ARTIFACTS_SERVER_PYTHON ?? join(root, ".venv", "bin", "python");
@@ -43,14 +51,22 @@ async function server() {
   console.log(`server: a throwaway daphne of this checkout at ${info.base}`);
   return {
     baseUrl: info.base,
-    key: info.keys.reviewer,
+    key: info.keys.declared,
+    agent: "declared",
     stop: () => new Promise((done) => (child.once("exit", done), child.stdin.end())),
   };
 }
 
-const { baseUrl, key, stop: stopServer } = await server();
+const { baseUrl, key, agent, stop: stopServer } = await server();
 try {
-  const client = connect({ baseUrl, key, agent: "reviewer", kinds });
+  const client = connect({ baseUrl, key, agent, kinds });
+  try {
+    const declared = await client.declare(); // PUT artifacts/kinds: the zod schemas as JSON Schema
+    console.log(`declared on ${agent}: ${declared.kinds.map((k) => k.name).join(", ")} (agentTool ${declared.agentTool}, max ${declared.max})`);
+  } catch (error) {
+    if (!(error instanceof ArtifactsError && error.code === "kinds_in_code")) throw error;
+    console.log(`${agent} declares its kinds in Python on the server: using those`);
+  }
   const { id: sessionId } = await client.createSession();
   console.log(`session: ${sessionId}`);
 
@@ -61,7 +77,11 @@ try {
   const watching = (async () => {
     for await (const event of stream) {
       events.push(event);
-      console.log(`  event #${event.seq} ${event.type} ${event.record.kind} ${event.record.key ?? event.record.id}`);
+      if (event.type === "replay.truncated") continue;
+      // A view of the session drops a record on artifact.deleted, whatever the reason; "moved"
+      // means it went on in another session, whose data this viewer is never sent.
+      const why = event.type === "artifact.deleted" ? ` (${event.reason})` : "";
+      console.log(`  event #${event.seq} ${event.type}${why} ${event.record.kind} ${event.record.key ?? event.record.id}`);
     }
   })();
 
@@ -101,9 +121,20 @@ try {
   const content = await client.content(listed.find((r) => r.kind === "reviewed-pr").id);
   console.log(`review content: ${JSON.stringify(await content.text())}`);
 
+  // The review is revised: every tag of a key is a new version; diff says what changed.
+  const revised = await client.tag({ kind: "reviewed-pr", key: prUrl, title: `Reviewed ${prUrl}`,
+                                     data: { url: prUrl, verdict: "approve" }, sessionId });
+  const diff = await client.diff(revised.id, revised.version);
+  console.log(`versions of the review: ${(await client.versions(revised.id)).map((v) => v.version).join(", ")}; ` +
+              `v${diff.from} -> v${diff.to}: ${JSON.stringify(diff.data)}`);
+  await client.pin(revised.id);
+  // Moving it to another session: this session's watcher sees it leave (reason "moved").
+  const { id: elsewhere } = await client.createSession();
+  await client.tag({ kind: "reviewed-pr", key: prUrl, data: { url: prUrl, verdict: "approve" }, sessionId: elsewhere });
+
   const ok = turn.taggedArtifact("report", (record) => record.source === "model");
   console.log(`eval: the model tagged a report in turn t-1: ${ok}; tagged in the turn: ${turn.records.map((r) => `${r.kind}@${r.turnId}`).join(", ")}`);
-  while (events.length < 2) await new Promise((r) => setTimeout(r, 50));
+  while (!events.some((e) => e.type === "artifact.deleted")) await new Promise((r) => setTimeout(r, 50));
   stop.abort(); // ends the stream, and the loop above with it
   await watching;
   console.log(`events seen live: ${events.length}`);

@@ -1,20 +1,14 @@
-import { AsyncLocalStorage } from "node:async_hooks";
-import { createWriteStream, openAsBlob } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
-import type { ReadableStream as WebReadableStream } from "node:stream/web";
-
+import { type Contents, withContents } from "./contents.js";
 import { ArtifactsError, errorFrom } from "./errors.js";
 import { subscribe, type SubscribeOptions } from "./events.js";
-import type { ArtifactsSpec, DataOf } from "./kinds.js";
-import type { ArtifactEvent, ArtifactRecord, KindsAnswer, Page, Session, Source } from "./records.js";
+import { type ArtifactsSpec, type DataOf, declaration } from "./kinds.js";
+import type { ArtifactEvent, ArtifactRecord, KindsAnswer, Page, Session, Source, VersionDiff } from "./records.js";
 import { isModelError, toolCallKey, ToolResult } from "./tool.js";
+import { CapturedTurn, type TurnScope, turns } from "./turns.js";
 
-/** Bytes up to this size go inline (base64 in the JSON body); bigger ones, and streams, go multipart. */
-const INLINE_LIMIT = 4 * 1024 * 1024;
+export type { Contents } from "./contents.js";
+export { CapturedTurn } from "./turns.js";
+
 const RETRY_STATUSES = new Set([502, 503, 504]);
 
 export interface ConnectOptions<S extends ArtifactsSpec = ArtifactsSpec> {
@@ -31,15 +25,6 @@ export interface ConnectOptions<S extends ArtifactsSpec = ArtifactsSpec> {
   /** The first wait between attempts, doubled each time (default 200 ms). */
   backoffMs?: number;
 }
-
-/** Contents of a tag: text, bytes, a Blob (e.g. `fs.openAsBlob(path)`, streamed from disk), or a stream. */
-export type Contents =
-  | string
-  | Uint8Array
-  | Blob
-  | WebReadableStream<Uint8Array>
-  | ReadableStream<Uint8Array>
-  | AsyncIterable<Uint8Array>;
 
 export interface TagInput<K extends string = string, D = unknown> {
   kind?: K;
@@ -73,26 +58,6 @@ export interface Content {
   text(): Promise<string>;
 }
 
-/** The tags made through a client while `captureTurn` ran its callback. */
-export class CapturedTurn {
-  readonly records: ArtifactRecord[] = [];
-  constructor(readonly turnId: string | undefined) {}
-
-  /** True when at least one artifact was tagged during the turn, of that kind (any, if omitted),
-   * matching the predicate over the record. */
-  taggedArtifact(kind?: string | null, predicate?: (record: ArtifactRecord) => boolean): boolean {
-    return this.records.some((r) => (kind == null || r.kind === kind) && (predicate === undefined || predicate(r)));
-  }
-}
-
-interface TurnScope {
-  client: object;
-  turn: CapturedTurn;
-  sessionId: string | undefined;
-}
-
-const turns = new AsyncLocalStorage<TurnScope>();
-
 interface Call {
   method: string;
   path?: string;
@@ -105,10 +70,6 @@ interface Call {
 
 function pick<T extends object>(value: T): Partial<T> {
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined && v !== null)) as Partial<T>;
-}
-
-function isAsyncIterable(value: unknown): value is AsyncIterable<Uint8Array> {
-  return value != null && typeof (value as AsyncIterable<Uint8Array>)[Symbol.asyncIterator] === "function";
 }
 
 /** The REST API of one agent (API.md "HTTP routes"). Made by `connect`. */
@@ -202,7 +163,7 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
     }) as Record<string, unknown>;
     body.data = data;
     const keyed = input.key != null;
-    const record = await this.withContents(input.contents, body, async (call) =>
+    const record = await withContents(input.contents, body, async (call) =>
       this.json<ArtifactRecord>({ method: "POST", path: "artifacts", ...call, retry: keyed && call.retry }),
     );
     scope?.turn.records.push(record);
@@ -226,39 +187,6 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
         (details.length > 1 ? ` (${details.length - 1} more problem(s) in details).` : "."),
       { details },
     );
-  }
-
-  private async withContents<T>(
-    contents: Contents | undefined,
-    body: Record<string, unknown>,
-    run: (call: { json?: unknown; form?: () => Promise<FormData>; retry: boolean }) => Promise<T>,
-  ): Promise<T> {
-    if (contents === undefined) return run({ json: body, retry: true });
-    if (typeof contents === "string") return run({ json: { ...body, contents }, retry: true });
-    if (contents instanceof Uint8Array && contents.byteLength <= INLINE_LIMIT) {
-      return run({ json: { ...body, contentsBase64: Buffer.from(contents).toString("base64") }, retry: true });
-    }
-    const form = (blob: Blob) => async () => {
-      const data = new FormData();
-      data.append("record", JSON.stringify(body));
-      data.append("contents", blob, "contents");
-      return data;
-    };
-    if (contents instanceof Uint8Array) return run({ form: form(new Blob([contents])), retry: true });
-    if (contents instanceof Blob) return run({ form: form(contents), retry: true });
-    // A stream of unknown length: spooled to a temporary file (memory stays flat), then sent as a
-    // file-backed Blob, so the upload has a Content-Length and can be repeated.
-    const dir = await mkdtemp(join(tmpdir(), "agent-artifacts-"));
-    try {
-      const path = join(dir, "contents");
-      const source = isAsyncIterable(contents)
-        ? Readable.from(contents)
-        : Readable.fromWeb(contents as WebReadableStream<Uint8Array>);
-      await pipeline(source, createWriteStream(path));
-      return await run({ form: form(await openAsBlob(path)), retry: true });
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
   }
 
   // -- reading -----------------------------------------------------------------------------------
@@ -286,16 +214,18 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
   }
 
   get(id: string): Promise<ArtifactRecord> {
-    return this.json({ method: "GET", path: `artifacts/${encodeURIComponent(id)}`, retry: true });
+    return this.json({ method: "GET", path: artifactPath(id), retry: true });
   }
 
   async delete(id: string): Promise<void> {
-    await this.json({ method: "DELETE", path: `artifacts/${encodeURIComponent(id)}`, retry: false });
+    await this.json({ method: "DELETE", path: artifactPath(id), retry: false });
   }
 
-  /** The record's content, streamed: read `body`, or `bytes()` / `text()` for small ones. */
-  async content(id: string): Promise<Content> {
-    const response = await this.send({ method: "GET", path: `artifacts/${encodeURIComponent(id)}/content`, retry: true });
+  /** The record's content (or that `version`'s), streamed: read `body`, or `bytes()` / `text()`
+   * for small ones. */
+  async content(id: string, options: { version?: number } = {}): Promise<Content> {
+    const at = options.version === undefined ? "" : `/versions/${versionNumber(options.version)}`;
+    const response = await this.send({ method: "GET", path: `${artifactPath(id)}${at}/content`, retry: true });
     if (!response.ok) throw await errorFrom(response);
     return {
       contentType: response.headers.get("content-type") ?? "application/octet-stream",
@@ -305,6 +235,45 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
       bytes: async () => new Uint8Array(await response.arrayBuffer()),
       text: () => response.text(),
     };
+  }
+
+  // -- versions, pins and diffs (API.md "Versions, pins and diffs") -----------------------------
+
+  /** The record's versions the caller may see, newest first, each as its tag stored it (with
+   * `version` = its number; 1 is the first tag). Every page. */
+  versions(id: string, options: { pageSize?: number } = {}): Promise<ArtifactRecord[]> {
+    return this.all<ArtifactRecord>(`${artifactPath(id)}/versions`, { limit: options.pageSize ?? 200 });
+  }
+
+  /** One version: the record's fields as that tag stored them. */
+  async version(id: string, version: number): Promise<ArtifactRecord> {
+    return this.json({ method: "GET", path: `${artifactPath(id)}/versions/${versionNumber(version)}`, retry: true });
+  }
+
+  /** What changed from version `from` (default: the newest visible one before `version`) to `version`. */
+  async diff(id: string, version: number, options: { from?: number } = {}): Promise<VersionDiff> {
+    const from = options.from === undefined ? undefined : versionNumber(options.from, "from");
+    return this.json({
+      method: "GET",
+      path: `${artifactPath(id)}/versions/${versionNumber(version)}/diff`,
+      retry: true,
+      query: { from },
+    });
+  }
+
+  /** A new version with that version's kind, title and data, in the record's current session (agent key). */
+  async restore(id: string, version: number): Promise<ArtifactRecord> {
+    // Not repeated on a dropped answer: each restore makes a new version.
+    return this.json({ method: "POST", path: `${artifactPath(id)}/versions/${versionNumber(version)}/restore`, retry: false });
+  }
+
+  /** Pin the record: eviction skips it (agent key, staff). */
+  pin(id: string): Promise<ArtifactRecord> {
+    return this.json({ method: "PUT", path: `${artifactPath(id)}/pin`, retry: true });
+  }
+
+  unpin(id: string): Promise<ArtifactRecord> {
+    return this.json({ method: "DELETE", path: `${artifactPath(id)}/pin`, retry: true });
   }
 
   // -- sessions and kinds ------------------------------------------------------------------------
@@ -322,6 +291,16 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
   /** Every session the caller may see, newest first. */
   sessions(options: { pageSize?: number } = {}): Promise<Session[]> {
     return this.all<Session>("sessions", { limit: options.pageSize ?? 200 });
+  }
+
+  /** Declare the agent's kinds on the server (`PUT artifacts/kinds`; for an agent with no Python
+   * module): each kind's zod schema goes as JSON Schema (draft 2020-12, as zod reads input, so
+   * fields with defaults are optional). Replaces the whole declaration; answers what `kinds()`
+   * then answers. A schema JSON Schema cannot express (a date, a transform's output) is refused
+   * here with `invalid_schema`, before sending. */
+  async declare(spec: ArtifactsSpec = this.kindsSpec ?? { kinds: {} }): Promise<KindsAnswer> {
+    // The body replaces the whole declaration: repeating it changes nothing more.
+    return this.json({ method: "PUT", path: "artifacts/kinds", retry: true, json: declaration(spec) });
   }
 
   /** What the server knows of this agent's kinds: `{kinds: [{name, description, schema}], max, agentTool}`. */
@@ -416,8 +395,16 @@ export class SessionArtifacts<S extends ArtifactsSpec = ArtifactsSpec> {
     return this.client.get(id);
   }
 
-  content(id: string): Promise<Content> {
-    return this.client.content(id);
+  content(id: string, options: { version?: number } = {}): Promise<Content> {
+    return this.client.content(id, options);
+  }
+
+  versions(id: string, options: { pageSize?: number } = {}): Promise<ArtifactRecord[]> {
+    return this.client.versions(id, options);
+  }
+
+  version(id: string, version: number): Promise<ArtifactRecord> {
+    return this.client.version(id, version);
   }
 
   delete(id: string): Promise<void> {
@@ -440,4 +427,18 @@ export class SessionArtifacts<S extends ArtifactsSpec = ArtifactsSpec> {
 /** A client of one agent: `connect({ baseUrl, key, agent, kinds })`. */
 export function connect<S extends ArtifactsSpec = ArtifactsSpec>(options: ConnectOptions<S>): ArtifactsClient<S> {
   return new ArtifactsClient(options);
+}
+
+function artifactPath(id: string): string {
+  return `artifacts/${encodeURIComponent(id)}`;
+}
+
+/** A version number as the URL takes it; anything but a whole number is the caller's mistake. */
+function versionNumber(value: number, name = "version"): number {
+  if (!Number.isSafeInteger(value)) {
+    throw new ArtifactsError("invalid_version", `\`${name}\` is a version number (a whole number from 1), not ${JSON.stringify(value)}.`, {
+      details: { field: name },
+    });
+  }
+  return value;
 }

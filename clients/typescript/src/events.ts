@@ -80,9 +80,10 @@ export async function* subscribe(
         const message = queue.shift();
         if (message !== undefined) {
           if (queue.length < HIGH_WATER / 2 && socket.isPaused) socket.resume();
-          if (typeof message.seq === "number") {
-            if (after !== undefined && message.seq <= after) continue;
-            after = message.seq;
+          const seq = (message as { seq?: unknown }).seq;
+          if (typeof seq === "number") {
+            if (after !== undefined && seq <= after) continue;
+            after = seq;
           }
           backoff = 100;
           yield message;

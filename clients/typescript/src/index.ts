@@ -5,5 +5,19 @@ export { subscribe } from "./events.js";
 export type { SubscribeOptions } from "./events.js";
 export { defineArtifacts } from "./kinds.js";
 export type { ArtifactsSpec, DataOf, KindSpec } from "./kinds.js";
-export type { ArtifactEvent, ArtifactRecord, ContentInfo, KindsAnswer, Page, Session, Source } from "./records.js";
+export type {
+  ArtifactEvent,
+  ArtifactRecord,
+  ContentInfo,
+  DeletedEvent,
+  DeletedReason,
+  KindsAnswer,
+  Page,
+  PinnedEvent,
+  ReplayTruncatedEvent,
+  Session,
+  Source,
+  TaggedEvent,
+  VersionDiff,
+} from "./records.js";
 export { isModelError, ToolResult } from "./tool.js";

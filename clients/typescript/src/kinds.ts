@@ -1,9 +1,13 @@
-import type { z } from "zod";
+import { z } from "zod";
+
+import { ArtifactsError } from "./errors.js";
 
 /** One kind an agent declares: a non-empty description and an optional zod schema for `data`. */
 export interface KindSpec<S extends z.ZodType = z.ZodType> {
   description: string;
   schema?: S;
+  /** Versions kept per record of this kind (default: the agent's). */
+  keepVersions?: number;
 }
 
 export interface ArtifactsSpec<K extends Record<string, KindSpec> = Record<string, KindSpec>> {
@@ -12,6 +16,8 @@ export interface ArtifactsSpec<K extends Record<string, KindSpec> = Record<strin
   agentTool?: boolean;
   /** Retention cap (records), default 1000 on the server. */
   max?: number;
+  /** Versions kept per record, default 10 on the server (1 keeps no history). */
+  keepVersions?: number;
 }
 
 /** The agent's kinds, in the shape of the TypeScript agent SDKs this service is modelled on.
@@ -34,7 +40,44 @@ export function defineArtifacts<const K extends Record<string, KindSpec>>(spec: 
   if (spec.max !== undefined && !(Number.isInteger(spec.max) && spec.max >= 1)) {
     throw new TypeError(`max must be an integer ≥ 1, not ${spec.max}.`);
   }
+  for (const [where, keep] of [["keepVersions", spec.keepVersions], ...names.map((n) => [`${n}.keepVersions`, spec.kinds[n]!.keepVersions])]) {
+    if (keep !== undefined && !(Number.isInteger(keep) && (keep as number) >= 1)) {
+      throw new TypeError(`${where} must be an integer ≥ 1, not ${keep}.`);
+    }
+  }
   return spec;
+}
+
+/** The body of `PUT artifacts/kinds` for a spec: each zod schema as JSON Schema (draft 2020-12),
+ * read as zod reads *input*, so a field with a default is optional and its default is declared. */
+export function declaration(spec: ArtifactsSpec): Record<string, unknown> {
+  const kinds: Record<string, unknown> = {};
+  for (const [name, kind] of Object.entries(spec.kinds)) {
+    const body: Record<string, unknown> = { description: kind.description };
+    if (kind.schema !== undefined) body.schema = jsonSchema(name, kind.schema);
+    if (kind.keepVersions !== undefined) body.keepVersions = kind.keepVersions;
+    kinds[name] = body;
+  }
+  const body: Record<string, unknown> = { kinds };
+  if (spec.agentTool !== undefined) body.agentTool = spec.agentTool;
+  if (spec.max !== undefined) body.max = spec.max;
+  if (spec.keepVersions !== undefined) body.keepVersions = spec.keepVersions;
+  return body;
+}
+
+function jsonSchema(kind: string, schema: z.ZodType): Record<string, unknown> {
+  let converted: Record<string, unknown>;
+  try {
+    converted = z.toJSONSchema(schema, { io: "input", target: "draft-2020-12" }) as Record<string, unknown>;
+  } catch (error) {
+    throw new ArtifactsError(
+      "invalid_schema",
+      `The zod schema of kind ${JSON.stringify(kind)} has no JSON Schema form: ${(error as Error).message}`,
+      { details: { kind }, cause: error },
+    );
+  }
+  delete converted.$schema; // the contract's dialect already; the server needs no pointer to it
+  return converted;
 }
 
 /** The `data` type a kind's schema gives after parsing (`unknown` for a kind without schema). */

@@ -14,7 +14,7 @@ export class ToolResult {
 
   static tagged(record: ArtifactRecord, created: boolean): ToolResult {
     const what = created ? "created" : "replaced the artifact with this key";
-    return new ToolResult(true, `Tagged ${record.kind} artifact ${record.id} (${what}).`, record, created);
+    return new ToolResult(true, `Tagged ${record.kind} artifact ${record.id}, version ${record.version} (${what}).`, record, created);
   }
 
   static refused(code: string, message: string, details: unknown): ToolResult {

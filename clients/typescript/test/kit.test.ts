@@ -16,6 +16,7 @@ import {
   ArtifactsError,
   type ArtifactEvent,
   type ArtifactsClient,
+  type TaggedEvent,
   type ArtifactsSpec,
   connect,
   defineArtifacts,
@@ -55,9 +56,9 @@ async function refusal(promise: Promise<unknown>): Promise<ArtifactsError> {
 }
 
 /** The stream's artifact.tagged events for `keys`, in arrival order, until all have come. */
-async function tagged(stream: AsyncGenerator<ArtifactEvent, void>, keys: string[], ms = 15_000): Promise<ArtifactEvent[]> {
+async function tagged(stream: AsyncGenerator<ArtifactEvent, void>, keys: string[], ms = 15_000): Promise<TaggedEvent[]> {
   const want = new Set(keys);
-  const seen: ArtifactEvent[] = [];
+  const seen: TaggedEvent[] = [];
   const deadline = Date.now() + ms;
   while (seen.length < want.size) {
     let timer: NodeJS.Timeout | undefined;
@@ -66,7 +67,7 @@ async function tagged(stream: AsyncGenerator<ArtifactEvent, void>, keys: string[
     });
     const { value, done } = await Promise.race([stream.next(), late]).finally(() => clearTimeout(timer));
     if (done) assert.fail(`the stream ended before ${[...want].join(", ")} came (${seen.length} seen)`);
-    if (value.type === "artifact.tagged" && want.has(value.record?.key as string)) seen.push(value);
+    if (value.type === "artifact.tagged" && want.has(value.record.key as string)) seen.push(value);
   }
   return seen;
 }
@@ -264,10 +265,11 @@ describe("the model's tool", () => {
     const result = await client.runTool(call, { turnId: "t-1" });
     assert.ok(result.ok && result.created);
     assert.equal(result.record?.source, "model");
-    assert.equal(result.content, `Tagged reviewed-pr artifact ${result.record?.id} (created).`);
+    assert.equal(result.content, `Tagged reviewed-pr artifact ${result.record?.id}, version 1 (created).`);
     assert.deepEqual(result.anthropic("toolu_1"), { type: "tool_result", tool_use_id: "toolu_1", content: result.content });
     const replaced = await client.runTool(JSON.stringify(call)); // OpenAI's JSON text as it is
     assert.equal(replaced.created, false);
+    assert.equal(replaced.content, `Tagged reviewed-pr artifact ${result.record?.id}, version 2 (replaced the artifact with this key).`);
     assert.deepEqual(replaced.openai("call_1"), { role: "tool", tool_call_id: "call_1", content: replaced.content });
     const refused = await client.runTool({ artifact: { ...call.artifact, data: { verdict: "x" } } });
     assert.ok(refused.isError);

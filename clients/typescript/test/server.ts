@@ -14,7 +14,7 @@ export interface Served {
   base: string;
   ws: string;
   port: number;
-  keys: { reviewer: string; notes: string };
+  keys: { reviewer: string; notes: string; tiny: string; declared: string };
   userToken: string;
   staffToken: string;
   stop(): Promise<void>;

@@ -9,7 +9,8 @@ async for event in subscribe("ws://localhost:8000/reviewer/v1/sessions/s1/events
     ...
 """
 
-from agent_artifacts_client.client import ArtifactsClient, AsyncArtifactsClient
+from agent_artifacts_client.async_client import AsyncArtifactsClient
+from agent_artifacts_client.client import ArtifactsClient
 from agent_artifacts_client.errors import ClientError
 from agent_artifacts_client.events import StreamRefused, subscribe
 from agent_artifacts_client.records import ArtifactRecord, ContentInfo

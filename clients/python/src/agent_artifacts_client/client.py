@@ -1,4 +1,4 @@
-"""``ArtifactsClient`` (blocking) and ``AsyncArtifactsClient``: the REST API of one agent.
+"""``ArtifactsClient``: the REST API of one agent, blocking (``AsyncArtifactsClient`` is its twin).
 
     with ArtifactsClient("https://artifacts.example", token, "reviewer") as client:
         record = client.tag(kind="reviewed-pr", key=url, data={"url": url, "verdict": "approve"})
@@ -9,7 +9,7 @@
         result = client.run_tool(call_input)                # a ToolResult for the model
 
 Both are drivers of the operations in ``agent_artifacts_client.wire``, where every route is written
-once; here is only how each one sends a request (blocking or awaited), pages and streams.
+once; here (and in ``async_client``) is only how each one sends a request, pages and streams.
 
 Every refusal raises ``ClientError`` with the envelope's ``code`` and ``message`` (and ``status``,
 ``details``). Retries happen only where repeating cannot make a second record: reads, keyed tags
@@ -19,7 +19,6 @@ connection dropped is not retried: ``ClientError("connection_error")`` says so.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -39,6 +38,14 @@ Target = str | os.PathLike[str] | IO[bytes]
 
 def _identity(row: Any) -> Any:
     return row
+
+
+def _write(chunks: Iterator[bytes], handle: IO[bytes]) -> int:
+    size = 0
+    for chunk in chunks:
+        handle.write(chunk)
+        size += len(chunk)
+    return size
 
 
 class ArtifactsClient:
@@ -153,25 +160,22 @@ class ArtifactsClient:
     def delete(self, artifact_id: str) -> None:
         self._run(self.wire.delete(artifact_id))
 
-    def content(self, artifact_id: str, to: Target | None = None) -> Any:
-        """The record's content: written to ``to`` (a path or a binary file; answers the byte
-        count), or, with no ``to``, an iterator of chunks. Never held whole in memory."""
+    def content(
+        self, artifact_id: str, to: Target | None = None, *, version: int | None = None
+    ) -> Any:
+        """The record's content (or that ``version``'s): written to ``to`` (a path or a binary
+        file; answers the byte count), or, with no ``to``, an iterator of chunks. Never held whole
+        in memory."""
+        chunks = self._chunks(self.wire.content_request(artifact_id, version))
         if to is None:
-            return self._chunks(artifact_id)
+            return chunks
         if isinstance(to, (str, os.PathLike)):
             with open(to, "wb") as handle:
-                return self._write(artifact_id, handle)
-        return self._write(artifact_id, to)
+                return _write(chunks, handle)
+        return _write(chunks, to)
 
-    def _write(self, artifact_id: str, handle: IO[bytes]) -> int:
-        size = 0
-        for chunk in self._chunks(artifact_id):
-            handle.write(chunk)
-            size += len(chunk)
-        return size
-
-    def _chunks(self, artifact_id: str) -> Iterator[bytes]:
-        response = self._send(self.wire.content_request(artifact_id))
+    def _chunks(self, request: Request) -> Iterator[bytes]:
+        response = self._send(request)
         try:
             if not response.is_success:
                 response.read()
@@ -210,181 +214,51 @@ class ArtifactsClient:
         """Run a model's ``tag_artifact`` call; a refusal the model can fix comes back as a result."""
         return self._run(self.wire.run_tool(input, session_id=session_id, turn_id=turn_id))
 
+    # -- versions, pins and diffs ----------------------------------------------------------------
+
+    def versions(self, artifact_id: str, *, page_size: int = 200) -> Iterator[ArtifactRecord]:
+        """The record's versions the caller may see, newest first: each the record as that tag
+        stored it, with ``version`` = its number (1 is the first tag)."""
+        url, params = self.wire.versions_query(artifact_id, limit=page_size)
+        return self._pages(url, params, record_from_json)
+
+    def version(self, artifact_id: str, number: int) -> ArtifactRecord:
+        return self._run(self.wire.version(artifact_id, number))
+
+    def diff(self, artifact_id: str, number: int, *, from_: int | None = None) -> dict[str, Any]:
+        """``{"from", "to", "fields": {name: {"from", "to"}}, "data": <JSON Patch>}``; ``from_``
+        defaults to the newest version before ``number`` the caller may see."""
+        return self._run(self.wire.diff(artifact_id, number, from_))
+
+    def restore(self, artifact_id: str, number: int) -> ArtifactRecord:
+        """A new version with version ``number``'s kind, title and data (agent key)."""
+        return self._run(self.wire.restore(artifact_id, number))
+
+    def pin(self, artifact_id: str) -> ArtifactRecord:
+        """Eviction skips a pinned record (agent key, staff)."""
+        return self._run(self.wire.pin(artifact_id, True))
+
+    def unpin(self, artifact_id: str) -> ArtifactRecord:
+        return self._run(self.wire.pin(artifact_id, False))
+
+    def declare(
+        self,
+        kinds: dict[str, Any],
+        *,
+        agent_tool: bool | None = None,
+        max: int | None = None,  # noqa: A002
+        keep_versions: int | None = None,
+    ) -> dict[str, Any]:
+        """Declare the agent's kinds (``PUT artifacts/kinds``; an agent with no Python module):
+        ``kinds`` maps a name to ``{"description", "schema"?: <JSON Schema>, "keepVersions"?}``.
+        The declaration replaces the whole previous one; answers what ``kinds()`` then answers."""
+        return self._run(
+            self.wire.declare(kinds, agent_tool=agent_tool, max=max, keep_versions=keep_versions)
+        )
+
     def subscribe(
         self, *, session_id: str | None = None, after: int | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         """The agent's (or a session's) event stream: an async iterator that reconnects with
         ``after`` by itself (``agent_artifacts_client.subscribe``)."""
-        return subscribe(self.wire.events_url(session_id), self.wire.token, after)
-
-
-class AsyncArtifactsClient:
-    """The async twin of ``ArtifactsClient``: the same methods, awaited (``list``, ``sessions``
-    and content chunks are async iterators)."""
-
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        agent: str,
-        *,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 0.2,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.wire = Wire(base_url, token, agent, retries=retries, backoff=backoff)
-        self.http = httpx.AsyncClient(
-            headers=self.wire.headers(), timeout=timeout, transport=transport
-        )
-
-    async def __aenter__(self) -> AsyncArtifactsClient:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-    # -- the driver -------------------------------------------------------------------------------
-
-    async def _send(self, request: Request) -> httpx.Response:
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                response = await self.http.send(request.build(self.http), stream=request.stream)
-            except httpx.TransportError as exc:
-                delay = self.wire.retry_delay(request, attempt, error=exc)
-            else:
-                delay = self.wire.retry_delay(request, attempt, response=response)
-                if delay is None:
-                    return response
-                await response.aclose()
-            await asyncio.sleep(delay or 0)
-
-    async def _run(self, op: Op[T]) -> T:
-        try:
-            request = next(op)
-            while True:
-                request = op.send(await self._send(request))
-        except StopIteration as done:
-            return done.value
-        finally:
-            op.close()
-
-    async def _pages(
-        self, url: str | None, params: dict[str, Any] | None, row: Callable[[Any], T]
-    ) -> AsyncIterator[T]:
-        while url:
-            rows, url = await self._run(self.wire.page(url, params))
-            params = None
-            for item in rows:
-                yield row(item)
-
-    # -- the API ----------------------------------------------------------------------------------
-
-    async def tag(
-        self,
-        *,
-        data: Any,
-        kind: str | None = None,
-        key: str | None = None,
-        title: str | None = None,
-        session_id: str | None = None,
-        turn_id: str | None = None,
-        source: str | None = None,
-        contents: Contents = None,
-        content_type: str | None = None,
-    ) -> ArtifactRecord:
-        """Tag an artifact; as ``ArtifactsClient.tag``."""
-        return await self._run(self.wire.tag(
-            data=data, kind=kind, key=key, title=title, session_id=session_id, turn_id=turn_id,
-            source=source, contents=contents, content_type=content_type,
-        ))  # fmt: skip
-
-    async def page(
-        self, *, cursor: str | None = None, **filters: Any
-    ) -> tuple[list[ArtifactRecord], str | None]:
-        url, params = self.wire.artifacts_query(cursor=cursor, **filters)
-        rows, next_url = await self._run(self.wire.page(url, params))
-        return [record_from_json(r) for r in rows], next_url
-
-    def list(
-        self,
-        *,
-        kind: str | None = None,
-        session_id: str | None = None,
-        source: str | None = None,
-        key: str | None = None,
-        page_size: int = 200,
-    ) -> AsyncIterator[ArtifactRecord]:
-        url, params = self.wire.artifacts_query(
-            kind=kind, session_id=session_id, source=source, key=key, limit=page_size
-        )
-        return self._pages(url, params, record_from_json)
-
-    async def get(self, artifact_id: str) -> ArtifactRecord:
-        return await self._run(self.wire.get(artifact_id))
-
-    async def delete(self, artifact_id: str) -> None:
-        await self._run(self.wire.delete(artifact_id))
-
-    async def content(self, artifact_id: str, to: Target | None = None) -> Any:
-        """Written to ``to`` (answers the byte count), or with no ``to`` an async iterator of chunks."""
-        if to is None:
-            return self._chunks(artifact_id)
-        size = 0
-        handle = open(to, "wb") if isinstance(to, (str, os.PathLike)) else to  # noqa: SIM115
-        try:
-            async for chunk in self._chunks(artifact_id):
-                handle.write(chunk)
-                size += len(chunk)
-        finally:
-            if handle is not to:
-                handle.close()
-        return size
-
-    async def _chunks(self, artifact_id: str) -> AsyncIterator[bytes]:
-        response = await self._send(self.wire.content_request(artifact_id))
-        try:
-            if not response.is_success:
-                await response.aread()
-                raise from_response(response)
-            async for chunk in response.aiter_bytes(CHUNK):
-                yield chunk
-        finally:
-            await response.aclose()
-
-    def sessions(self, *, page_size: int = 200) -> AsyncIterator[dict[str, Any]]:
-        url, params = self.wire.sessions_query(limit=page_size)
-        return self._pages(url, params, _identity)
-
-    async def session(self, session_id: str) -> dict[str, Any]:
-        return await self._run(self.wire.session(session_id))
-
-    async def create_session(
-        self, *, id: str | None = None, owner: str | None = None
-    ) -> dict[str, Any]:  # noqa: A002
-        return await self._run(self.wire.create_session(id=id, owner=owner))
-
-    async def kinds(self) -> dict[str, Any]:
-        return await self._run(self.wire.kinds())
-
-    async def tool(self, format: str = "anthropic") -> dict[str, Any]:  # noqa: A002
-        return await self._run(self.wire.tool(format))
-
-    async def run_tool(
-        self,
-        input: Any,
-        *,
-        session_id: str | None = None,
-        turn_id: str | None = None,  # noqa: A002
-    ) -> ToolResult:
-        return await self._run(self.wire.run_tool(input, session_id=session_id, turn_id=turn_id))
-
-    def subscribe(
-        self, *, session_id: str | None = None, after: int | None = None
-    ) -> AsyncIterator[dict[str, Any]]:
         return subscribe(self.wire.events_url(session_id), self.wire.token, after)

@@ -23,7 +23,7 @@ try:  # websockets >= 13
 
     _HEADERS = "additional_headers"
 except ImportError:  # pragma: no cover - websockets 12
-    from websockets import connect as _connect  # type: ignore[no-redef]
+    from websockets import connect as _connect  # type: ignore[no-redef,unused-ignore]
 
     _HEADERS = "extra_headers"
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
@@ -56,12 +56,12 @@ async def subscribe(
 ) -> AsyncIterator[dict[str, Any]]:
     """Yield the stream's messages forever, reconnecting with ``after`` (see the module doc)."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    # The headers' keyword differs between websockets versions (see the import above).
+    options: dict[str, Any] = {"max_size": max_size, _HEADERS: headers}
     backoff = 0.1
     while True:
         try:
-            async with _connect(
-                with_after(url, after), max_size=max_size, **{_HEADERS: headers}
-            ) as ws:
+            async with _connect(with_after(url, after), **options) as ws:
                 async for raw in ws:
                     message = json.loads(raw)
                     seq = message.get("seq")

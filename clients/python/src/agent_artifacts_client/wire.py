@@ -96,6 +96,13 @@ def tag_body(
     return {name: value for name, value in body.items() if value is not None or name == "data"}
 
 
+def _number(value: Any, name: str = "version") -> int:
+    # A bool is an int to Python; a version number it is not.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"`{name}` is a version number (an int from 1), not {value!r}.")
+    return value
+
+
 def _filters(**filters: Any) -> dict[str, Any]:
     names = {"session_id": "sessionId", "turn_id": "turnId"}
     return {names.get(k, k): v for k, v in filters.items() if v is not None}
@@ -233,10 +240,54 @@ class Wire:
             yield from self.call(method, f"artifacts/{quote(artifact_id, safe='')}", retry=retry)
         )
 
-    def content_request(self, artifact_id: str) -> Request:
-        """The streamed download of a record's content (the driver reads it in chunks)."""
-        path = f"artifacts/{quote(artifact_id, safe='')}/content"
-        return Request("GET", self.url(path), retry=True, stream=True)
+    def content_request(self, artifact_id: str, version: int | None = None) -> Request:
+        """The streamed download of a record's content, or of one version's (the driver reads it
+        in chunks)."""
+        path = f"artifacts/{quote(artifact_id, safe='')}"
+        if version is not None:
+            path += f"/versions/{_number(version)}"
+        return Request("GET", self.url(path + "/content"), retry=True, stream=True)
+
+    # -- versions, pins and diffs (API.md "Versions, pins and diffs") ------------------------------
+
+    def versions_query(
+        self, artifact_id: str, *, limit: int | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        return self.url(f"artifacts/{quote(artifact_id, safe='')}/versions"), _filters(limit=limit)
+
+    def version(self, artifact_id: str, number: int) -> Op[ArtifactRecord]:
+        path = f"artifacts/{quote(artifact_id, safe='')}/versions/{_number(number)}"
+        return record_from_json((yield from self.call("GET", path, retry=True)))
+
+    def diff(self, artifact_id: str, number: int, from_: int | None = None) -> Op[dict[str, Any]]:
+        path = f"artifacts/{quote(artifact_id, safe='')}/versions/{_number(number)}/diff"
+        params = None if from_ is None else {"from": _number(from_, "from_")}
+        return (yield from self.call("GET", path, retry=True, params=params))
+
+    def restore(self, artifact_id: str, number: int) -> Op[ArtifactRecord]:
+        path = f"artifacts/{quote(artifact_id, safe='')}/versions/{_number(number)}/restore"
+        # Not retried on a dropped answer: each restore makes a new version.
+        return record_from_json((yield from self.call("POST", path, retry=False)))
+
+    def pin(self, artifact_id: str, pinned: bool) -> Op[ArtifactRecord]:
+        path = f"artifacts/{quote(artifact_id, safe='')}/pin"
+        method = "PUT" if pinned else "DELETE"
+        return record_from_json((yield from self.call(method, path, retry=True)))
+
+    def declare(
+        self,
+        kinds: dict[str, Any],
+        *,
+        agent_tool: bool | None = None,
+        max: int | None = None,  # noqa: A002
+        keep_versions: int | None = None,
+    ) -> Op[dict[str, Any]]:
+        body = {
+            "kinds": kinds,
+            **_filters(agentTool=agent_tool, max=max, keepVersions=keep_versions),
+        }
+        # The body replaces the whole declaration: repeating it changes nothing more.
+        return (yield from self.call("PUT", "artifacts/kinds", retry=True, json=body))
 
     def session(self, session_id: str) -> Op[dict[str, Any]]:
         return (yield from self.call("GET", f"sessions/{quote(session_id, safe='')}", retry=True))
