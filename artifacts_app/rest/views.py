@@ -34,6 +34,7 @@ from artifacts_app.rest.parsers import (
     JSONParser,
     LimitedUploadHandler,
     MultiPartParser,
+    part_content_type,
 )
 from artifacts_app.rest.schema import CURSOR, JSON_BODY, LIMIT, PAGE, TAG, errors, query_text
 from artifacts_app.values import json_loads
@@ -308,13 +309,17 @@ class ArtifactsView(AgentView):
                 {"fields": ["contents", "contentsBase64"]},
             )
         content_type = body.get("contentType")
-        if content_type is None and upload.content_type:
-            content_type = upload.content_type
-            charset = upload.charset
-            if isinstance(charset, bytes):  # Django hands a file part's charset over as bytes
-                charset = charset.decode("latin-1")
-            if charset:
-                content_type = f"{content_type}; charset={charset}"
+        if content_type is None:
+            sent = part_content_type(upload)
+            if sent is not None and media.parse(sent) is None:
+                raise ArtifactError(
+                    "invalid_content_type",
+                    "The file part `contents` has a Content-Type that is not exactly one media "
+                    "type (type/subtype and ;name=value parameters, no comma); send one, or name "
+                    "`contentType` in `record`.",
+                    {"field": "contents"},
+                )
+            content_type = sent
         return body, upload, content_type
 
 
