@@ -110,10 +110,10 @@ def part_content_type(upload: UploadedFile) -> str | None:
     if not upload.content_type:
         return None
     parts = [upload.content_type]
-    for name, value in (upload.content_type_extra or {}).items():
-        if isinstance(value, bytes):  # Django hands some parameters over as bytes
-            value = value.decode("latin-1")
-        quoted = '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+    for name, raw in (upload.content_type_extra or {}).items():
+        # Django hands some parameters over as bytes
+        value = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
+        quoted = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
         parts.append(f"{name}={quoted}")
     return "; ".join(parts)
 
