@@ -47,7 +47,6 @@ CODES: dict[str, int] = {
     "unknown_agent": 404,
     "unknown_route": 404,
     "method_not_allowed": 405,
-    "not_acceptable": 406,
     # query parameters
     "invalid_query": 400,
     "invalid_limit": 400,
@@ -110,7 +109,6 @@ COMMON = (
     "unknown_agent",
     "unknown_route",
     "method_not_allowed",
-    "not_acceptable",
 )
 # What any JSON body can be refused for before its fields are read.
 JSON_BODY = (
@@ -150,7 +148,6 @@ STATUS_TEXT = {
     403: "Credentials that may not do this (another agent's key, a user tagging, CSRF).",
     404: "Unknown agent, or a record, version or session that does not exist or is hidden.",
     405: "Method not allowed on this route.",
-    406: "The client accepts no JSON (every answer here is JSON).",
     409: "A conflict: the session id exists already, the cap is reached with every other record "
     "pinned (`cap_reached`), or an unkeyed record has nothing to restore (`not_keyed`).",
     413: "A size limit was passed (data, body or content); the message says which.",
@@ -162,10 +159,22 @@ STATUS_TEXT = {
 _OPERATION_CODES: dict[str, dict[int, list[str]]] = {}
 
 
-def errors(*codes: str) -> dict[int, OpenApiResponse]:
-    """The error responses of an operation answering ``codes`` besides the ``COMMON`` ones."""
+def errors(*codes: str | int) -> dict[int, OpenApiResponse]:
+    """The error responses of an operation answering ``codes`` besides the ``COMMON`` ones.
+
+    A status (an int, as views once passed) stands for every code of that status: valid, but
+    less precise than naming the codes."""
+    named = [
+        found
+        for code in codes
+        for found in (
+            [c for c, status in CODES.items() if status == code]
+            if isinstance(code, int)
+            else [code]
+        )
+    ]
     by_status: dict[int, list[str]] = {}
-    for code in (*COMMON, *codes):
+    for code in (*COMMON, *named):
         by_status.setdefault(CODES[code], [])
         if code not in by_status[CODES[code]]:
             by_status[CODES[code]].append(code)
