@@ -401,7 +401,7 @@ class ContentView(AgentView):
         parameters=[
             OpenApiParameter(
                 "Content-Type",
-                {"type": "string", "maxLength": 255, "pattern": f"^{s.MEDIA_TYPE_PATTERN}$"},
+                {"type": "string", "maxLength": 255, "pattern": f"^{s.MEDIA_TYPE_HEADER_PATTERN}$"},
                 OpenApiParameter.HEADER,
                 required=True,
                 description="The content's type (one media type, no comma).",
