@@ -458,4 +458,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": r"/[^/]+/v1",
+    # Bounds, patterns, closed bodies, content headers and error codes (artifacts_app/rest/schema.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "artifacts_app.rest.schema.postprocess",
+    ],
 }

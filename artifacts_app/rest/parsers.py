@@ -99,14 +99,38 @@ class MultiPartParser(parsers.MultiPartParser):
         return result
 
 
+def part_content_type(upload: UploadedFile) -> str | None:
+    """A file part's ``Content-Type`` as the client sent it, as near as Django lets us see it.
+
+    Django splits the header into the type and a dict of its parameters and keeps nothing else;
+    ``text/plain;,text/html`` arrives as ``text/plain`` with a parameter named ``,text/html``. The
+    type is rebuilt from both, so that ``media.canonical`` refuses what is not exactly one media
+    type, as it does for a JSON ``contentType`` (API.md "Content"). A parameter named twice is the
+    one thing lost: Django keeps its last value."""
+    if not upload.content_type:
+        return None
+    parts = [upload.content_type]
+    for name, raw in (upload.content_type_extra or {}).items():
+        # Django hands some parameters over as bytes
+        value = raw.decode("latin-1") if isinstance(raw, bytes) else str(raw)
+        quoted = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        parts.append(f"{name}={quoted}")
+    return "; ".join(parts)
+
+
 class HashedUpload(UploadedFile):
     """An uploaded file already hashed into blob storage's incoming area (``blob_writer``);
     ``blobs.blob_put`` moves it into place. Closed unfinished (a refused tag), it keeps nothing."""
 
     def __init__(
-        self, writer: BlobWriter, name: str | None, content_type: str | None, charset: str | None
+        self,
+        writer: BlobWriter,
+        name: str | None,
+        content_type: str | None,
+        charset: str | None,
+        content_type_extra: dict[str, Any] | None = None,
     ) -> None:
-        super().__init__(io.BytesIO(), name, content_type, writer.size, charset)
+        super().__init__(io.BytesIO(), name, content_type, writer.size, charset, content_type_extra)
         self.blob_writer = writer
 
     def close(self) -> None:
@@ -131,7 +155,13 @@ class LimitedUploadHandler(FileUploadHandler):
         return None
 
     def file_complete(self, file_size: int) -> UploadedFile:
-        return HashedUpload(self._writer, self.file_name, self.content_type, self.charset)
+        return HashedUpload(
+            self._writer,
+            self.file_name,
+            self.content_type,
+            self.charset,
+            self.content_type_extra,
+        )
 
     def upload_interrupted(self) -> None:
         writer = getattr(self, "_writer", None)

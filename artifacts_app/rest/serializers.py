@@ -3,18 +3,46 @@ rendered with orjson (DESIGN.md §6); input is checked by the services, which ho
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from artifacts_app import media
 from artifacts_app.names import (
     CONTENT_TYPE_MAX,
     KEY_MAX,
-    KIND_MAX,
-    SESSION_ID_MAX,
+    KIND_PATTERN,
+    SESSION_ID_PATTERN,
     TITLE_MAX,
     TURN_MAX,
 )
+
+
+def pattern(body: str) -> list[RegexValidator]:
+    """A validator the schema shows as ``pattern`` (anchored); the services hold the rule."""
+    return [RegexValidator(f"^{body}$")]
+
+
+# Text that reaches the database: no U+0000 (values.text_problem), at most ``n`` characters.
+def text(low: int, high: int) -> list[RegexValidator]:
+    return pattern(f"[^\\u0000]{{{low},{high}}}")
+
+
+# One media type, as media.parse reads it: type/subtype, ;name=value parameters, no comma.
+_QUOTED_NO_COMMA = media._QUOTED.replace("\\x23-\\x5b", "\\x23-\\x2b\\x2d-\\x5b").replace(
+    "\\x20-\\x7e", "\\x20-\\x2b\\x2d-\\x7e"
+)
+_MEDIA_TYPE = (
+    f"{media._TOKEN}/{media._TOKEN}"
+    f"(?:[ \\t]*;[ \\t]*{media._TOKEN}=(?:{media._TOKEN}|{_QUOTED_NO_COMMA}))*"
+    "(?:[ \\t]*;)?"
+)
+MEDIA_TYPE_PATTERN = f"[ \\t]*{_MEDIA_TYPE}[ \\t]*"  # a JSON contentType: media.parse strips it
+# A header value: HTTP trims the whitespace around it. (Stating it again for a header, where no
+# value can have it, makes hypothesis's generation of the header ~3x cheaper.)
+MEDIA_TYPE_HEADER_PATTERN = _MEDIA_TYPE
+BASE64_PATTERN = "(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
 
 
 @extend_schema_field(OpenApiTypes.ANY)
@@ -98,39 +126,90 @@ class DiffSerializer(serializers.Serializer):
         return fields
 
 
+@extend_schema_field(
+    {
+        "description": "Any JSON but null; checked against the kind's schema. Integers within "
+        "64 bits, floats below 2**63 in magnitude, no U+0000 or lone surrogates in strings and "
+        'keys, at most 100 levels deep (API.md "Errors").',
+        "anyOf": [
+            {"type": "object"},
+            {"type": "array"},
+            {"type": "string", "pattern": "^[^\\u0000]*$"},
+            {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
+            {"type": "number", "minimum": -(2**63) + 1024, "maximum": 2**63 - 1024},
+            {"type": "boolean"},
+        ],
+    }
+)
+class DataField(serializers.JSONField):
+    pass
+
+
 class TagSerializer(serializers.Serializer):
-    kind = serializers.CharField(required=False, allow_null=True, max_length=KIND_MAX)
-    key = serializers.CharField(required=False, allow_null=True, max_length=KEY_MAX)
-    title = serializers.CharField(required=False, allow_null=True, max_length=TITLE_MAX)
-    data = AnyJSONField(  # type: ignore[assignment]  # the wire field shadows Serializer.data
-        help_text="Any JSON but null; checked against the kind's schema."
+    kind = serializers.CharField(required=False, allow_null=True, validators=pattern(KIND_PATTERN))
+    key = serializers.CharField(
+        required=False,
+        allow_null=True,
+        validators=text(1, KEY_MAX),
+        help_text="The upsert handle; leave it out (or null) for an unkeyed record.",
     )
-    sessionId = serializers.CharField(required=False, allow_null=True, max_length=SESSION_ID_MAX)
-    turnId = serializers.CharField(required=False, allow_null=True, max_length=TURN_MAX)
+    title = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, validators=text(0, TITLE_MAX)
+    )
+    data = DataField()  # type: ignore[assignment]  # the wire field shadows Serializer.data
+    sessionId = serializers.CharField(
+        required=False,
+        allow_null=True,
+        validators=pattern(SESSION_ID_PATTERN),
+        help_text="An existing session of this agent (else 404 unknown_session).",
+    )
+    turnId = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, validators=text(0, TURN_MAX)
+    )
     source = serializers.ChoiceField(  # type: ignore[assignment]  # shadows Field.source
         choices=["host", "model"], required=False
     )
     contents = serializers.CharField(
         required=False,
         allow_null=True,
+        allow_blank=True,
         help_text="Stored as UTF-8. At most one of contents/contentsBase64.",
     )
-    contentsBase64 = serializers.CharField(required=False, allow_null=True)
+    contentsBase64 = serializers.CharField(
+        required=False, allow_null=True, allow_blank=True, validators=pattern(BASE64_PATTERN)
+    )
     contentType = serializers.CharField(
-        required=False, allow_null=True, max_length=CONTENT_TYPE_MAX
+        required=False,
+        allow_null=True,
+        max_length=CONTENT_TYPE_MAX,
+        validators=pattern(MEDIA_TYPE_PATTERN),
+        help_text="One media type (no comma); only with contents.",
     )
 
 
 class TagMultipartSerializer(serializers.Serializer):
-    record = serializers.CharField(
-        help_text="The tag's JSON record (as for a JSON body, without contents)."
+    # The schema shows `record` as the JSON body's object (TagRequest), encoded application/json
+    # (rest.schema.postprocess); the serializer only names the parts.
+    record = serializers.JSONField(
+        help_text="The tag's JSON record, as for a JSON body; its contents, if any, come as the "
+        "file part `contents` instead."
     )
-    contents = serializers.FileField(help_text="The blob, streamed to storage.")
+    contents = serializers.FileField(
+        required=False,
+        help_text="The blob, streamed to storage; its own Content-Type is the content type when "
+        "the record names none.",
+    )
 
 
 class SessionCreateSerializer(serializers.Serializer):
-    id = serializers.CharField(required=False, allow_null=True, max_length=SESSION_ID_MAX)
-    owner = serializers.CharField(required=False, allow_null=True)
+    id = serializers.CharField(
+        required=False, allow_null=True, validators=pattern(SESSION_ID_PATTERN)
+    )
+    owner = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="A username (agent key: any user or null; a user: itself).",
+    )
 
 
 class SessionSerializer(serializers.Serializer):

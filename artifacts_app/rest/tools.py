@@ -16,17 +16,35 @@ from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
+    extend_schema_field,
     inline_serializer,
 )
 from rest_framework import serializers
 
 from artifacts_app import access, services, tool
+from artifacts_app.names import SESSION_ID_PATTERN, TURN_MAX
 from artifacts_app.registry import spec_for
 from artifacts_app.rest import serializers as s
-from artifacts_app.rest.schema import errors
+from artifacts_app.rest.schema import JSON_BODY, TAG, errors
 from artifacts_app.rest.views import AgentView, json_response, object_body
 
 RUN_FIELDS = frozenset({"input", "sessionId", "turnId"})
+
+
+@extend_schema_field(
+    {
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {"artifact": {"type": "object"}},
+                "required": ["artifact"],
+            },
+            {"type": "string", "description": "The same object as JSON text."},
+        ]
+    }
+)
+class ToolInputField(serializers.JSONField):
+    pass
 
 
 class ToolView(AgentView):
@@ -40,7 +58,7 @@ class ToolView(AgentView):
         ],
         responses={
             200: OpenApiResponse(OpenApiTypes.OBJECT, description="The tool definition."),
-            **errors(),
+            **errors("unknown_format", "tool_not_offered"),
         },
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
@@ -55,17 +73,25 @@ class ToolView(AgentView):
         request=inline_serializer(
             "ToolRun",
             {
-                "input": serializers.JSONField(
-                    help_text="The tool call's input, as the model sent it."
+                "input": ToolInputField(
+                    help_text="The tool call's input, as the model sent it: an object, or its "
+                    "JSON text."
                 ),
-                "sessionId": serializers.CharField(required=False, allow_null=True),
-                "turnId": serializers.CharField(required=False, allow_null=True),
+                "sessionId": serializers.CharField(
+                    required=False, allow_null=True, validators=s.pattern(SESSION_ID_PATTERN)
+                ),
+                "turnId": serializers.CharField(
+                    required=False,
+                    allow_null=True,
+                    allow_blank=True,
+                    validators=s.text(0, TURN_MAX),
+                ),
             },
         ),
         responses={
             201: OpenApiResponse(s.RecordSerializer, description="Created."),
             200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
-            **errors(413, 415),
+            **errors(*JSON_BODY, *TAG, "tool_input_invalid", "tool_not_offered"),
         },
     )
     def post(self, request: Any, slug: str) -> HttpResponse:

@@ -19,11 +19,11 @@ from artifacts_app.rest import serializers as s
 from artifacts_app.rest.content import content_response
 from artifacts_app.rest.filters import PageFilter, cleaned
 from artifacts_app.rest.pagination import next_url
-from artifacts_app.rest.schema import CURSOR, LIMIT, errors
+from artifacts_app.rest.schema import CURSOR, LIMIT, PAGE, VERSION, VERSION_MAX, errors
 from artifacts_app.rest.views import AgentView, json_response
 from artifacts_app.selectors import versions
 
-VERSION = OpenApiParameter(
+VERSION_PARAMETER = OpenApiParameter(
     "number", int, OpenApiParameter.PATH, description="A version number (1 is the first tag)."
 )
 
@@ -35,7 +35,7 @@ class VersionsView(AgentView):
         operation_id="artifacts_versions",
         summary="The record's versions the caller may see, newest first",
         parameters=[LIMIT, CURSOR],
-        responses={200: s.VersionPageSerializer, **errors()},
+        responses={200: s.VersionPageSerializer, **errors(*PAGE, "unknown_artifact")},
     )
     def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
@@ -60,8 +60,8 @@ class VersionDetailView(AgentView):
     @extend_schema(
         operation_id="artifacts_version",
         summary="One version: the record's fields as that tag stored them, `version` = n",
-        parameters=[VERSION],
-        responses={200: s.RecordSerializer, **errors()},
+        parameters=[VERSION_PARAMETER],
+        responses={200: s.RecordSerializer, **errors(*VERSION)},
     )
     def get(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
@@ -80,7 +80,7 @@ class VersionContentView(AgentView):
         operation_id="artifacts_version_content",
         summary="That version's blob, under the content rules (Range, ETag, safe inline)",
         parameters=[
-            VERSION,
+            VERSION_PARAMETER,
             OpenApiParameter(
                 "Range", str, OpenApiParameter.HEADER, description="bytes=a-b, a- or -n"
             ),
@@ -90,7 +90,7 @@ class VersionContentView(AgentView):
             (200, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="The bytes."),
             (206, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="A range of the bytes."),
             304: OpenApiResponse(description="Not modified (ETag matched)."),
-            **errors(416),
+            **errors(*VERSION, "no_content", "range_not_satisfiable"),
         },
     )
     def get(self, request: Any, slug: str, artifact_id: str, number: str) -> Any:
@@ -115,14 +115,14 @@ class VersionDiffView(AgentView):
         operation_id="artifacts_version_diff",
         summary="What changed from version `from` to version n: fields, and a JSON Patch of data",
         parameters=[
-            VERSION,
+            VERSION_PARAMETER,
             OpenApiParameter(
                 "from",
-                int,
+                {"type": "integer", "minimum": 1, "maximum": VERSION_MAX},
                 description="The version to compare with (default: the newest visible one before n).",
             ),
         ],
-        responses={200: s.DiffSerializer, **errors()},
+        responses={200: s.DiffSerializer, **errors(*VERSION, "invalid_query")},
     )
     def get(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
@@ -143,9 +143,9 @@ class VersionRestoreView(AgentView):
     @extend_schema(
         operation_id="artifacts_version_restore",
         summary="A new version with version n's kind, title and data (agent key)",
-        parameters=[VERSION],
+        parameters=[VERSION_PARAMETER],
         request=None,
-        responses={200: s.RecordSerializer, **errors(409)},
+        responses={200: s.RecordSerializer, **errors(*VERSION, "not_keyed")},
     )
     def post(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
@@ -173,7 +173,7 @@ class PinView(AgentView):
         operation_id="artifacts_pin",
         summary="Pin the record: eviction skips it (agent key, staff)",
         request=None,
-        responses={200: s.RecordSerializer, **errors()},
+        responses={200: s.RecordSerializer, **errors("unknown_artifact", "cap_reached")},
     )
     def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         return self._pin(artifact_id, True)
@@ -181,7 +181,7 @@ class PinView(AgentView):
     @extend_schema(
         operation_id="artifacts_unpin",
         summary="Unpin the record (agent key, staff)",
-        responses={200: s.RecordSerializer, **errors()},
+        responses={200: s.RecordSerializer, **errors("unknown_artifact")},
     )
     def delete(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         return self._pin(artifact_id, False)

@@ -21,6 +21,7 @@ from artifacts_app import access, media, selectors, services
 from artifacts_app.blobs import content_too_large, max_content_bytes
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent
+from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX
 from artifacts_app.records import record_json
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.auth import request_caller
@@ -32,8 +33,9 @@ from artifacts_app.rest.parsers import (
     JSONParser,
     LimitedUploadHandler,
     MultiPartParser,
+    part_content_type,
 )
-from artifacts_app.rest.schema import CURSOR, LIMIT, errors
+from artifacts_app.rest.schema import CURSOR, JSON_BODY, LIMIT, PAGE, TAG, errors, query_text
 from artifacts_app.values import json_loads
 
 TAG_FIELDS = frozenset(
@@ -105,7 +107,7 @@ class SessionsView(AgentView):
         operation_id="sessions_list",
         summary="Sessions the caller may see, newest first",
         parameters=[LIMIT, CURSOR],
-        responses={200: s.SessionPageSerializer, **errors()},
+        responses={200: s.SessionPageSerializer, **errors(*PAGE)},
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -125,7 +127,12 @@ class SessionsView(AgentView):
         operation_id="sessions_create",
         summary="Create a session (agent key: any owner or none; user: itself)",
         request=s.SessionCreateSerializer,
-        responses={201: s.SessionSerializer, **errors(409, 413, 415)},
+        responses={
+            201: s.SessionSerializer,
+            **errors(
+                *JSON_BODY, "invalid_owner", "unknown_user", "invalid_session_id", "session_exists"
+            ),
+        },
     )
     def post(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -149,7 +156,7 @@ class SessionDetailView(AgentView):
     @extend_schema(
         operation_id="sessions_get",
         summary="One session",
-        responses={200: s.SessionSerializer, **errors()},
+        responses={200: s.SessionSerializer, **errors("unknown_session")},
     )
     def get(self, request: Any, slug: str, session_id: str) -> HttpResponse:
         agent = self.agent()
@@ -217,14 +224,14 @@ class ArtifactsView(AgentView):
         operation_id="artifacts_list",
         summary="List artifacts, newest-updated first (ties by id)",
         parameters=[
-            OpenApiParameter("kind", str),
-            OpenApiParameter("sessionId", str),
+            OpenApiParameter("kind", query_text(KIND_MAX)),
+            OpenApiParameter("sessionId", query_text(SESSION_ID_MAX)),
             OpenApiParameter("source", str, enum=["host", "model"]),
-            OpenApiParameter("key", str),
+            OpenApiParameter("key", query_text(KEY_MAX)),
             LIMIT,
             CURSOR,
         ],
-        responses={200: s.RecordPageSerializer, **errors()},
+        responses={200: s.RecordPageSerializer, **errors(*PAGE, "unknown_session")},
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -257,7 +264,15 @@ class ArtifactsView(AgentView):
         responses={
             201: OpenApiResponse(s.RecordSerializer, description="Created."),
             200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
-            **errors(413, 415),
+            **errors(
+                *JSON_BODY,
+                *TAG,
+                "invalid_base64",
+                "contents_conflict",
+                "record_required",
+                "malformed_multipart",
+                "too_many_fields",
+            ),
         },
     )
     def post(self, request: Any, slug: str) -> HttpResponse:
@@ -293,13 +308,17 @@ class ArtifactsView(AgentView):
                 {"fields": ["contents", "contentsBase64"]},
             )
         content_type = body.get("contentType")
-        if content_type is None and upload.content_type:
-            content_type = upload.content_type
-            charset = upload.charset
-            if isinstance(charset, bytes):  # Django hands a file part's charset over as bytes
-                charset = charset.decode("latin-1")
-            if charset:
-                content_type = f"{content_type}; charset={charset}"
+        if content_type is None:
+            sent = part_content_type(upload)
+            if sent is not None and media.parse(sent) is None:
+                raise ArtifactError(
+                    "invalid_content_type",
+                    "The file part `contents` has a Content-Type that is not exactly one media "
+                    "type (type/subtype and ;name=value parameters, no comma); send one, or name "
+                    "`contentType` in `record`.",
+                    {"field": "contents"},
+                )
+            content_type = sent
         return body, upload, content_type
 
 
@@ -309,7 +328,7 @@ class ArtifactDetailView(AgentView):
     @extend_schema(
         operation_id="artifacts_get",
         summary="One record",
-        responses={200: s.RecordSerializer, **errors()},
+        responses={200: s.RecordSerializer, **errors("unknown_artifact")},
     )
     def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
@@ -320,7 +339,7 @@ class ArtifactDetailView(AgentView):
     @extend_schema(
         operation_id="artifacts_delete",
         summary="Delete a record and its content (agent key, staff)",
-        responses={204: None, **errors()},
+        responses={204: None, **errors("unknown_artifact")},
     )
     def delete(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
@@ -349,7 +368,7 @@ class ContentView(AgentView):
             (200, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="The bytes."),
             (206, "*/*"): OpenApiResponse(OpenApiTypes.BINARY, description="A range of the bytes."),
             304: OpenApiResponse(description="Not modified (ETag matched)."),
-            **errors(416),
+            **errors("unknown_artifact", "no_content", "range_not_satisfiable"),
         },
     )
     def get(self, request: Any, slug: str, artifact_id: str) -> Any:
@@ -381,13 +400,21 @@ class ContentView(AgentView):
         parameters=[
             OpenApiParameter(
                 "Content-Type",
-                str,
+                {"type": "string", "maxLength": 255, "pattern": f"^{s.MEDIA_TYPE_HEADER_PATTERN}$"},
                 OpenApiParameter.HEADER,
                 required=True,
-                description="The content's type (one media type).",
+                description="The content's type (one media type, no comma).",
             ),
         ],
-        responses={200: s.RecordSerializer, **errors(413)},
+        responses={
+            200: s.RecordSerializer,
+            **errors(
+                "content_type_required",
+                "invalid_content_type",
+                "content_too_large",
+                "unknown_artifact",
+            ),
+        },
     )
     def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()

@@ -183,24 +183,64 @@ def test_a_file_parts_charset_is_decoded(world: World, client):
     assert orjson.loads(response.content)["content"]["contentType"] == "text/plain; charset=utf-8"
 
 
-def test_a_file_parts_content_type_is_parsed_too(world: World, client):
-    # Django keeps only the part's type and charset; what is stored is one type, served as text.
+def _tag_with_part_type(client, world: World, part_type: bytes):
     raw = (
         RECORD
         + b'--xyz\r\nContent-Disposition: form-data; name="contents"; filename="x.txt"\r\n'
-        + b"Content-Type: text/plain;,text/html\r\n\r\n<b>x</b>"
+        + b"Content-Type: "
+        + part_type
+        + b"\r\n\r\n<b>x</b>"
         + CLOSE
     )
-    response = client.post(
+    return client.post(
         "/reviewer/v1/artifacts",
         data=raw,
         content_type="multipart/form-data; boundary=xyz",
         **bearer(world.agent_key),
     )
+
+
+@pytest.mark.parametrize(
+    "part_type",
+    [
+        b"text/plain;,text/html",
+        b"text/plain, text/html",
+        b"text/plain; charset=utf-8, text/html",
+        b"text/plain; charset=utf-8;,text/html",
+        b"text/plain; x=1;,text/html",
+        b"text/html;/",
+    ],
+)
+def test_a_file_parts_content_type_that_is_two_types_is_refused(world: World, client, part_type):
+    # API.md "Content": the part's Content-Type is the content type when the record names none,
+    # so it must be exactly one media type, as a JSON contentType must. Django keeps only the
+    # type and a dict of parameters; ",text/html" arrives as a parameter's name.
+    before = snapshot()
+    response = _tag_with_part_type(client, world, part_type)
+    assert response.status_code == 400, response.content
+    error = envelope_of(response)
+    assert error["code"] == "invalid_content_type"
+    assert error["details"] == {"field": "contents"}
+    assert snapshot() == before
+
+
+@pytest.mark.parametrize(
+    ("part_type", "stored", "served"),
+    [
+        (b"text/plain", "text/plain", "text/plain"),
+        (b'Text/Plain; Charset="UTF-8"', "text/plain; charset=utf-8", "text/plain; charset=utf-8"),
+        (b"text/markdown; variant=GFM", "text/markdown; variant=GFM", "text/markdown; variant=GFM"),
+        (b'text/plain; name="a b"', 'text/plain; name="a b"', 'text/plain; name="a b"'),
+    ],
+)
+def test_a_file_parts_content_type_is_parsed_and_kept(
+    world: World, client, part_type, stored, served
+):
+    response = _tag_with_part_type(client, world, part_type)
     assert response.status_code == 201, response.content
     record = orjson.loads(response.content)
-    assert record["content"]["contentType"] == "text/plain"
+    assert record["content"]["contentType"] == stored
     content = client.get(
         f"/reviewer/v1/artifacts/{record['id']}/content", **bearer(world.agent_key)
     )
-    assert content["Content-Type"] == "text/plain"
+    assert content["Content-Type"] == served
