@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
+import functools
+import io
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core.exceptions import ImproperlyConfigured
-from django.core.handlers.asgi import ASGIHandler
+from django.core import signals
+from django.core.exceptions import ImproperlyConfigured, RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import connections
+from django.urls import set_script_prefix
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
 try:
@@ -20,6 +25,8 @@ try:
 except ImproperlyConfigured as exc:
     # The server stops at start with the settings' sentence, not a traceback.
     raise SystemExit(f"agent_site.asgi: the settings are not usable: {exc}") from None
+
+from artifacts_app.rest import lean  # noqa: E402  (the tag route's lean road, issue 11)
 
 
 class SyncChainASGIHandler(ASGIHandler):
@@ -55,6 +62,7 @@ class SyncChainASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
+        self._lean_chain = lean.chain(lean.tag)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -64,14 +72,59 @@ class SyncChainASGIHandler(ASGIHandler):
             executor = self._idle.pop()[0]
         except IndexError:
             executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http")
+        slug = lean.eligible(scope)
+        if slug is not None:
+            try:
+                first = await self._lean(scope, receive, send, executor, slug)
+            except BaseException:
+                await self._park_when_idle(executor)
+                raise
+            if first is None:  # answered: the thread is idle again, no hop needed to park it
+                self._park(executor)
+                return
+            receive = _replayed(first, receive)  # a spooled body: Django's road
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
         finally:
-            # Queued behind whatever the thread still runs: back on the list once it is idle.
-            # Awaited (shielded: a cancelled request must not lose its thread) so that the
-            # request's task ends with its thread parked and the next request takes that thread.
-            await asyncio.shield(asyncio.wrap_future(executor.submit(self._park, executor)))
+            await self._park_when_idle(executor)
+
+    async def _park_when_idle(self, executor: ThreadPoolExecutor) -> None:
+        # Queued behind whatever the thread still runs: back on the list once it is idle.
+        # Awaited (shielded: a cancelled request must not lose its thread) so that the
+        # request's task ends with its thread parked and the next request takes that thread.
+        await asyncio.shield(asyncio.wrap_future(executor.submit(self._park, executor)))
+
+    async def _lean(self, scope, receive, send, executor, slug):
+        """The tag route's lean road (``artifacts_app/rest/lean.py``): the body from the event loop,
+        then one hop to the request's thread for the whole request, the answer sent from here.
+        Answers None once answered, or the first message of a spooled body (not taken here)."""
+        message = await receive()
+        if message["type"] != "http.request" or server.BODY_FILE in message:
+            return message
+        chunks = [message.get("body", b"")]
+        while message.get("more_body", False):
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            chunks.append(message.get("body", b""))
+        body = b"".join(chunks)
+        call = functools.partial(self._lean_response, scope, body, slug)
+        loop = asyncio.get_running_loop()
+        response = await loop.run_in_executor(executor, contextvars.copy_context().run, call)
+        await self.send_response(response, send)
+        return None
+
+    def _lean_response(self, scope, body, slug):
+        set_script_prefix(get_script_prefix(scope))
+        signals.request_started.send(sender=self.__class__, scope=scope)
+        request, error = self.create_request(scope, io.BytesIO(body))
+        response = error if request is None else lean.respond(self._lean_chain, request, slug)
+        assert response is not None  # create_request answers a request or an error response
+        # Closed here, before it is sent (its content is bytes): request_finished runs on this
+        # thread, where its connection is, as the stock handler's response.close does.
+        response.close()
+        return response
 
     def _park(self, executor: ThreadPoolExecutor) -> None:
         self._idle.append((executor, time.monotonic()))
@@ -89,6 +142,32 @@ class SyncChainASGIHandler(ASGIHandler):
 
     async def get_response_async(self, request):
         return await sync_to_async(self.get_response, thread_sensitive=True)(request)
+
+    async def read_body(self, receive):
+        # A body daphne spooled to a file (agent_site.server) is offered as that file: it becomes
+        # the request's body as it is. The stock handler would copy it into a second spool first
+        # (for a 64 MiB upload that copy was a third of the server's time).
+        message = await receive()
+        offer = message.get(server.BODY_FILE) if message["type"] == "http.request" else None
+        if offer is None:
+            return await super().read_body(_replayed(message, receive))
+        body_file = offer.take()
+        while message.get("more_body", False):  # daphne's own final (empty) message
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                body_file.close()
+                raise RequestAborted()
+        return body_file
+
+
+def _replayed(first, receive):
+    """``receive`` with ``first`` (already received) answered once more, first."""
+    pending = [first]
+
+    async def replay():
+        return pending.pop() if pending else await receive()
+
+    return replay
 
 
 django_asgi_app = SyncChainASGIHandler()

@@ -15,8 +15,11 @@ application queue at once, so the body sits in memory a second time. ``Artifacts
   of the body is read, else while it arrives — with 413 and the API's error envelope, keeping none
   of it (what is still coming is read and dropped, so that the client gets its answer); a spool
   whose disk is full or read-only is refused the same way, with 507/503 (``artifacts_app.faults``);
-- hands the spooled body to the application in 1 MiB ``http.request`` messages as the application
-  asks for them, instead of all at once (standard ASGI; no extension).
+- offers the spooled body to the application as the file itself: the first ``http.request``
+  message is empty and carries, under ``BODY_FILE``, an object whose ``take()`` answers the file
+  (``agent_site.asgi``'s handler makes it the request's body, so the bytes are not written to a
+  second spool); an application that ignores the key gets the body in 1 MiB ``http.request``
+  messages as it asks for them, instead of all at once (standard ASGI).
 
 ``install()`` makes daphne's server build its HTTP factory from here. ``agent_site/asgi.py`` calls
 it when it is imported, so every daphne that serves this site — ``bin/run``, the tests' servers,
@@ -40,6 +43,9 @@ from django.conf import settings
 SPOOL_AT = 100_000  # bytes: Twisted's own threshold between memory and a file
 FEED_CHUNK = 1024 * 1024
 LINGER_SECONDS = 10.0
+# The message key under which a spooled body is offered to the application as a file
+# (``agent_site.asgi``'s handler takes it: the body is then not copied a second time).
+BODY_FILE = "agent_site.body_file"
 _CONTENT_PUT = re.compile(rb"^/[^/?]+/v1/artifacts/[^/?]+/content/?(?:\?.*)?$")
 
 
@@ -104,14 +110,17 @@ class _SpooledBody(collections.deque):
     """The deque of daphne's application queue, serving the spooled body first.
 
     ``asyncio.Queue.get`` takes items with ``self._queue.popleft()`` once ``self._queue`` is
-    non-empty; standing in for that deque, this one answers the body from the file, 1 MiB per
-    ``get``, then whatever daphne queued itself (its final empty ``http.request``, a disconnect).
-    Only one chunk is in memory at a time, whatever the body's size.
+    non-empty; standing in for that deque, this one first offers the spooled file itself (an empty
+    ``http.request`` whose ``BODY_FILE`` key is this deque: ``take()`` hands the file over), then,
+    if nobody took it, answers the body from the file, 1 MiB per ``get``; then whatever daphne
+    queued itself (its final empty ``http.request``, a disconnect). Only one chunk is in memory
+    at a time, whatever the body's size.
     """
 
     def __init__(self, items: Any, body: Any) -> None:
         super().__init__(items)
         self._body = body
+        self._offered = False
 
     def _more(self) -> bool:
         return self._body is not None
@@ -124,11 +133,20 @@ class _SpooledBody(collections.deque):
 
     def popleft(self) -> Any:
         if self._body is not None:
+            if not self._offered:
+                self._offered = True
+                return {"type": "http.request", "body": b"", "more_body": True, BODY_FILE: self}
             chunk = self._body.read(FEED_CHUNK)
             if chunk:
                 return {"type": "http.request", "body": chunk, "more_body": True}
             self.close()
         return super().popleft()
+
+    def take(self) -> Any:
+        """The spooled body as a file at its start, now the caller's to read and close; the
+        messages that follow are daphne's own (its final empty ``http.request``)."""
+        body, self._body = self._body, None
+        return body
 
     def close(self) -> None:
         body, self._body = self._body, None

@@ -199,10 +199,10 @@ class _MlflowWorker:
 
 
 class Worker:
-    def __init__(self, python: Path, kind: str, env: dict[str, str]) -> None:
+    def __init__(self, python: Path, kind: str, env: dict[str, str], tree: Path = ROOT) -> None:
         self.process = subprocess.Popen(
-            [str(python), str(Path(__file__).resolve()), "--worker", kind],
-            cwd=ROOT,
+            [str(python), str(tree / "bench" / "peers.py"), "--worker", kind],
+            cwd=tree,
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -282,6 +282,9 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+GROUPS = ("http", "upload", "inproc")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[2])
     parser.add_argument("--rounds", type=int, default=5)
@@ -290,10 +293,27 @@ def main() -> None:
     )
     parser.add_argument("--blob-mib", type=int, default=64)
     parser.add_argument("--n", type=int, default=1000, help="tags per in-process case")
+    parser.add_argument(
+        "--cases",
+        default=",".join(GROUPS),
+        help="which measures, comma-separated: http (tag over HTTP, the hello, MLflow's "
+        "log_text and raw PUT), upload, inproc (default: all)",
+    )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="the source tree of an earlier commit (e.g. `git worktree add /tmp/before HEAD~1`): "
+        "our cases are run from it too, in the same rounds, and printed as before → after",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         return worker_main(args.worker)
+    args.cases = {c.strip() for c in args.cases.split(",") if c.strip()}
+    if not args.cases or args.cases - set(GROUPS):
+        parser.error(f"--cases takes some of {', '.join(GROUPS)}")
+    if args.before is not None and not (args.before / "bench" / "peers.py").is_file():
+        parser.error(f"--before {args.before}: not a source tree of this project")
 
     import httpx
 
@@ -322,50 +342,104 @@ class _Proc:
             self.process.wait(5)
 
 
-def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
-    load_before = loadavg()
-    base_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
-    ours_dir = work / "ours"
-    ours_dir.mkdir()
-    env = {
-        **base_env,
-        "ARTIFACTS_DATA_DIR": str(ours_dir),
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "bench-" + "x" * 40,
-        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
-        "PYTHONPATH": str(ROOT),
-        "ARTIFACTS_MAX_CONTENT_BYTES": str((args.blob_mib + 16) * MiB),
-    }
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    subprocess.run(
-        [*manage, "create_agent", "tagger", "--max", str(10**9)],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    key = (
+class _Ours:
+    """Our side, served from one source tree: a daphne (bench/rest_asgi.py, its own SQLite data
+    dir) with an agent and its key, and the in-process worker (its own data dir)."""
+
+    def __init__(self, tree: Path, work: Path, env: dict[str, str], args, started: list) -> None:
+        work.mkdir()
+        env = {**env, "ARTIFACTS_DATA_DIR": str(work / "http"), "PYTHONPATH": str(tree)}
+        (work / "http").mkdir()
+        manage = [sys.executable, str(tree / "manage.py")]
+        subprocess.run([*manage, "migrate", "-v0"], cwd=tree, env=env, check=True)
         subprocess.run(
-            [*manage, "create_agent_key", "tagger"],
-            cwd=ROOT,
+            [*manage, "create_agent", "tagger", "--max", str(10**9)],
+            cwd=tree,
             env=env,
             check=True,
             capture_output=True,
-            text=True,
         )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
-    daphne = DaphneServer(
-        env,
-        app="bench.rest_asgi:application",
-        ready_path="/bare/hello",
-        log_path=work / "daphne.log",
-        timeout=60,
-    ).start()
-    started.append(daphne)
+        self.key = (
+            subprocess.run(
+                [*manage, "create_agent_key", "tagger"],
+                cwd=tree,
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
+        self.daphne = DaphneServer(
+            env,
+            app="bench.rest_asgi:application",
+            ready_path="/bare/hello",
+            log_path=work / "daphne.log",
+            timeout=60,
+            cwd=tree,
+        ).start()
+        started.append(self.daphne)
+        self.worker = None
+        if "inproc" in args.cases:
+            (work / "inproc").mkdir()
+            inproc_env = {**env, "ARTIFACTS_DATA_DIR": str(work / "inproc")}
+            self.worker = Worker(Path(sys.executable), "ours", inproc_env, tree)
+            started.append(self.worker)
 
+
+def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
+    load_before = loadavg()
+    base_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env = {
+        **base_env,
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "bench-" + "x" * 40,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+        "ARTIFACTS_MAX_CONTENT_BYTES": str((args.blob_mib + 16) * MiB),
+    }
+    sides = {"": _Ours(ROOT, work / "ours", env, args, started)}
+    if args.before is not None:
+        sides["before_"] = _Ours(args.before.resolve(), work / "before", env, args, started)
+
+    ml = adk = None
+    if args.cases & {"http", "upload"}:
+        ml = _start_mlflow(work, base_env, started, httpx)
+    if "inproc" in args.cases:
+        adk = Worker(bench_python, "adk", {**base_env, "PYTHONPATH": str(ROOT)})
+        started.append(adk)
+
+    blob = work / "blob.bin"
+    with open(blob, "wb") as fh:
+        for _ in range(args.blob_mib):
+            fh.write(os.urandom(MiB))
+    size = blob.stat().st_size
+    seq = [0]
+
+    def tag_body(i: int) -> dict:
+        seq[0] += 1
+        return {"kind": "note", "key": f"k-{seq[0]}", "data": {"n": seq[0], "text": "x" * 64}}
+
+    cases: dict[str, object] = {}
+    for prefix, ours in sides.items():
+        cases.update(_our_cases(prefix, ours, args, blob, size, tag_body, httpx))
+    if ml is not None:
+        cases.update(_mlflow_cases(ml, args, blob, httpx))
+    if adk is not None:
+        adk("save", n=20)  # warm-up
+        cases["adk_save"] = lambda: adk("save", n=args.n)
+        cases["raw_sqlite"] = lambda: sides[""].worker("raw_sqlite", n=args.n, cap=500)
+
+    results: dict[str, list] = {}
+    for r in range(args.rounds):
+        for name, case in cases.items():
+            results.setdefault(name, []).append(case())
+        print(f"round {r + 1}/{args.rounds} done (load {loadavg()})", flush=True)
+    load_after = loadavg()
+    report(results, args, load_before, load_after)
+
+
+def _start_mlflow(work: Path, base_env: dict[str, str], started: list, httpx) -> Worker:
     mlflow_dir = work / "mlflow"
     mlflow_dir.mkdir()
     mlflow_port = free_port()
@@ -404,105 +478,94 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
             )
         time.sleep(0.5)
     print(f"MLflow server ready in {time.perf_counter() - t0:.1f} s", flush=True)
-
-    peer_env = {**base_env, "MLFLOW_TRACKING_URI": mlflow_url, "PYTHONPATH": str(ROOT)}
-    ml = Worker(bench_python, "mlflow", peer_env)
-    started.append(ml)
-    adk = Worker(bench_python, "adk", peer_env)
-    started.append(adk)
-    ours_env = {**env, "ARTIFACTS_DATA_DIR": str(work / "inproc")}
-    (work / "inproc").mkdir()
-    ours = Worker(Path(sys.executable), "ours", ours_env)
-    started.append(ours)
-
-    artifact_uri = ml("artifact_url")
-    raw_base = mlflow_url + "/api/2.0/mlflow-artifacts/artifacts/" + artifact_uri.split(":/", 1)[1]
-    blob = work / "blob.bin"
-    with open(blob, "wb") as fh:
-        for _ in range(args.blob_mib):
-            fh.write(os.urandom(MiB))
-    size = blob.stat().st_size
-
-    client = httpx.Client(
-        base_url=daphne.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=300
+    ml = Worker(
+        BENCH_VENV / "bin" / "python",
+        "mlflow",
+        {**base_env, "MLFLOW_TRACKING_URI": mlflow_url, "PYTHONPATH": str(ROOT)},
     )
-    raw = httpx.Client(timeout=300)
+    started.append(ml)
+    ml.url = mlflow_url  # type: ignore[attr-defined]
+    return ml
+
+
+def _our_cases(prefix: str, ours: _Ours, args, blob: Path, size: int, tag_body, httpx) -> dict:
+    daphne = ours.daphne
+    client = httpx.Client(
+        base_url=daphne.base_url, headers={"Authorization": f"Bearer {ours.key}"}, timeout=300
+    )
     record = client.post("/tagger/v1/artifacts", json={"kind": "note", "key": "upload", "data": {}})
     upload_id = record.json()["id"]
-    seq = [0]
 
-    def tag_body(i: int) -> dict:
-        seq[0] += 1
-        return {"kind": "note", "key": f"k-{seq[0]}", "data": {"n": seq[0], "text": "x" * 64}}
-
-    def ours_multipart() -> tuple[float, float]:
+    def upload(send) -> tuple[float, float]:
         before = reset_peak(daphne.process.pid)
         with open(blob, "rb") as fh:
             t0 = time.perf_counter()
-            response = client.post(
-                "/tagger/v1/artifacts",
-                files={
-                    "record": (None, b'{"kind": "note", "key": "upload", "data": {}}'),
-                    "contents": ("blob.bin", fh, "application/octet-stream"),
-                },
-            )
+            response = send(fh)
             elapsed = time.perf_counter() - t0
         assert response.status_code in (200, 201), response.text
         return size / elapsed / 1e6, (peak_rss(daphne.process.pid) - before) / MiB
 
-    def ours_put() -> tuple[float, float]:
-        before = reset_peak(daphne.process.pid)
-        with open(blob, "rb") as fh:
-            t0 = time.perf_counter()
-            response = client.put(
-                f"/tagger/v1/artifacts/{upload_id}/content",
-                content=fh,
-                headers={"Content-Type": "application/octet-stream"},
-            )
-            elapsed = time.perf_counter() - t0
-        assert response.status_code == 200, response.text
-        return size / elapsed / 1e6, (peak_rss(daphne.process.pid) - before) / MiB
+    def multipart(fh):
+        return client.post(
+            "/tagger/v1/artifacts",
+            files={
+                "record": (None, b'{"kind": "note", "key": "upload", "data": {}}'),
+                "contents": ("blob.bin", fh, "application/octet-stream"),
+            },
+        )
 
-    # Warm up every path once (imports, query plans, MLflow's first-request work).
-    http_rate(client, "POST", "/tagger/v1/artifacts", 20, json=tag_body)
-    http_rate(client, "GET", "/bare/django-hello", 20)
-    ml("log_text", n=5)
-    http_rate(raw, "PUT", lambda i: f"{raw_base}/warm/{i}.json", 5, content=b"{}")
-    ours("tag_below", n=50)
-    ours("tag_at_cap", n=50)
-    ours("raw_sqlite", n=50)
-    adk("save", n=20)
+    def put(fh):
+        return client.put(
+            f"/tagger/v1/artifacts/{upload_id}/content",
+            content=fh,
+            headers={"Content-Type": "application/octet-stream"},
+        )
 
-    results: dict[str, list] = {}
+    cases: dict = {}
+    if "http" in args.cases:
+        # Warm up every path once (imports, query plans).
+        http_rate(client, "POST", "/tagger/v1/artifacts", 20, json=tag_body)
+        http_rate(client, "GET", "/bare/django-hello", 20)
+        cases[prefix + "tag_http"] = lambda: http_rate(
+            client, "POST", "/tagger/v1/artifacts", args.requests, json=tag_body
+        )
+        cases[prefix + "hello_http"] = lambda: http_rate(
+            client, "GET", "/bare/django-hello", args.requests
+        )
+    if "upload" in args.cases:
+        cases[prefix + "ours_multipart"] = lambda: upload(multipart)
+        cases[prefix + "ours_put"] = lambda: upload(put)
+    if ours.worker is not None:
+        worker = ours.worker
+        worker("tag_below", n=50)
+        worker("tag_at_cap", n=50)
+        worker("raw_sqlite", n=50)
+        cases[prefix + "inproc_below"] = lambda: worker("tag_below", n=args.n)
+        cases[prefix + "inproc_at_cap"] = lambda: worker("tag_at_cap", n=args.n)
+    return cases
+
+
+def _mlflow_cases(ml: Worker, args, blob: Path, httpx) -> dict:
+    raw = httpx.Client(timeout=300)
+    artifact_uri = ml("artifact_url")
+    raw_base = ml.url + "/api/2.0/mlflow-artifacts/artifacts/" + artifact_uri.split(":/", 1)[1]  # type: ignore[attr-defined]
     raw_seq = [0]
 
     def raw_url(i: int) -> str:
         raw_seq[0] += 1
         return f"{raw_base}/raw/{raw_seq[0]}.json"
 
-    cases = {
-        "tag_http": lambda: http_rate(
-            client, "POST", "/tagger/v1/artifacts", args.requests, json=tag_body
-        ),
-        "hello_http": lambda: http_rate(client, "GET", "/bare/django-hello", args.requests),
-        "mlflow_log_text": lambda: ml("log_text", n=args.requests),
-        "mlflow_raw_put": lambda: http_rate(
+    cases: dict = {}
+    if "http" in args.cases:
+        ml("log_text", n=5)
+        http_rate(raw, "PUT", lambda i: f"{raw_base}/warm/{i}.json", 5, content=b"{}")
+        cases["mlflow_log_text"] = lambda: ml("log_text", n=args.requests)
+        cases["mlflow_raw_put"] = lambda: http_rate(
             raw, "PUT", raw_url, args.requests, content=b'{"n": 1}'
-        ),
-        "ours_multipart": ours_multipart,
-        "ours_put": ours_put,
-        "mlflow_log_artifact": lambda: ml("log_artifact", path=str(blob)),
-        "inproc_below": lambda: ours("tag_below", n=args.n),
-        "inproc_at_cap": lambda: ours("tag_at_cap", n=args.n),
-        "adk_save": lambda: adk("save", n=args.n),
-        "raw_sqlite": lambda: ours("raw_sqlite", n=args.n, cap=500),
-    }
-    for r in range(args.rounds):
-        for name, case in cases.items():
-            results.setdefault(name, []).append(case())
-        print(f"round {r + 1}/{args.rounds} done (load {loadavg()})", flush=True)
-    load_after = loadavg()
-    report(results, args, load_before, load_after)
+        )
+    if "upload" in args.cases:
+        cases["mlflow_log_artifact"] = lambda: ml("log_artifact", path=str(blob))
+    return cases
 
 
 def _med(values: list, index: int | None = None) -> float:
@@ -511,77 +574,90 @@ def _med(values: list, index: int | None = None) -> float:
     return statistics.median(values)
 
 
+def _ok(flag: bool) -> str:
+    return "✔" if flag else "✘"
+
+
+def _rows(results: dict[str, list], args, p: str) -> list[tuple[str, ...]]:
+    """The table's rows for one side of ours (``p``: "" or "before_"), where measured."""
+    has = results.__contains__
+    rows = []
+    if has(p + "tag_http"):
+        tag, tag_p50 = _med(results[p + "tag_http"], 0), _med(results[p + "tag_http"], 1)
+        hello = _med(results[p + "hello_http"], 0)
+        rows.append(
+            (
+                "POST a tag, sequential, one daphne",
+                f"{tag:,.0f} req/s, p50 {tag_p50:.1f} ms",
+                f"Django JSON hello, same daphne: {hello:,.0f} req/s",
+                f"{tag / hello:.2f}×",
+                f"≥ 0.67× {_ok(tag / hello >= 0.67)}",
+            )
+        )
+        log_text = _med(results["mlflow_log_text"])
+        raw_put = _med(results["mlflow_raw_put"], 0)
+        rows.append(
+            (
+                "the same, against MLflow log_text / raw artifact PUT",
+                f"{tag:,.0f} req/s",
+                f"{log_text:,.0f} / {raw_put:,.0f} req/s",
+                f"{tag / log_text:.2f}× / {tag / raw_put:.2f}×",
+                f"≥ 4× {_ok(tag / log_text >= 4)}; ≥ 2× {_ok(tag / raw_put >= 2)}",
+            )
+        )
+    if has(p + "ours_multipart"):
+        log_artifact = _med(results["mlflow_log_artifact"])
+        for case, what in (("ours_multipart", "multipart"), ("ours_put", "raw PUT …/content")):
+            rate, rss = _med(results[p + case], 0), max(v[1] for v in results[p + case])
+            rows.append(
+                (
+                    f"upload {args.blob_mib} MiB {what}",
+                    f"{rate:,.0f} MB/s, server peak RSS +{rss:.1f} MiB",
+                    f"MLflow log_artifact {log_artifact:,.0f} MB/s",
+                    f"{rate / log_artifact:.2f}×",
+                    f"≥ 1× {_ok(rate >= log_artifact)}, < 32 MiB {_ok(rss < 32)}",
+                )
+            )
+    if has(p + "inproc_below"):
+        below, at_cap = _med(results[p + "inproc_below"]), _med(results[p + "inproc_at_cap"])
+        adk_rate, raw_rate = _med(results["adk_save"]), _med(results["raw_sqlite"])
+        rows.append(
+            (
+                "tag in-process (Python API), below the cap",
+                f"{below:,.0f} /s",
+                f"ADK FileArtifactService {adk_rate:,.0f} /s; raw sqlite3 upsert+evict {raw_rate:,.0f} /s",
+                f"{below / adk_rate:.2f}× ADK; {below / raw_rate:.2f}× raw",
+                f"≥ 2.4× {_ok(below / adk_rate >= 2.4)}; ≥ 0.2× {_ok(below / raw_rate >= 0.2)}",
+            )
+        )
+        rows.append(
+            (
+                "tag at the cap vs below",
+                f"{at_cap:,.0f} /s",
+                f"below {below:,.0f} /s",
+                f"{below / at_cap:.2f}× slower",
+                f"≤ 1.2× {_ok(below / at_cap <= 1.2)}",
+            )
+        )
+    return rows
+
+
 def report(results: dict[str, list], args, load_before: str, load_after: str) -> None:
-    tag, tag_p50 = _med(results["tag_http"], 0), _med(results["tag_http"], 1)
-    hello = _med(results["hello_http"], 0)
-    log_text = _med(results["mlflow_log_text"])
-    raw_put = _med(results["mlflow_raw_put"], 0)
-    multi, multi_rss = (
-        _med(results["ours_multipart"], 0),
-        max(v[1] for v in results["ours_multipart"]),
-    )
-    put, put_rss = _med(results["ours_put"], 0), max(v[1] for v in results["ours_put"])
-    log_artifact = _med(results["mlflow_log_artifact"])
-    below, at_cap = _med(results["inproc_below"]), _med(results["inproc_at_cap"])
-    adk_rate, raw_rate = _med(results["adk_save"]), _med(results["raw_sqlite"])
-
-    def ok(flag: bool) -> str:
-        return "✔" if flag else "✘"
-
-    rows = [
-        (
-            "POST a tag, sequential, one daphne",
-            f"{tag:,.0f} req/s, p50 {tag_p50:.1f} ms",
-            f"Django JSON hello, same daphne: {hello:,.0f} req/s",
-            f"{tag / hello:.2f}×",
-            f"≥ 0.67× {ok(tag / hello >= 0.67)}",
-        ),
-        (
-            "the same, against MLflow log_text / raw artifact PUT",
-            f"{tag:,.0f} req/s",
-            f"{log_text:,.0f} / {raw_put:,.0f} req/s",
-            f"{tag / log_text:.2f}× / {tag / raw_put:.2f}×",
-            f"≥ 4× {ok(tag / log_text >= 4)}; ≥ 2× {ok(tag / raw_put >= 2)}",
-        ),
-        (
-            f"upload {args.blob_mib} MiB multipart",
-            f"{multi:,.0f} MB/s, server peak RSS +{multi_rss:.1f} MiB",
-            f"MLflow log_artifact {log_artifact:,.0f} MB/s",
-            f"{multi / log_artifact:.2f}×",
-            f"≥ 1× {ok(multi >= log_artifact)}, < 32 MiB {ok(multi_rss < 32)}",
-        ),
-        (
-            f"upload {args.blob_mib} MiB raw PUT …/content",
-            f"{put:,.0f} MB/s, server peak RSS +{put_rss:.1f} MiB",
-            f"MLflow log_artifact {log_artifact:,.0f} MB/s",
-            f"{put / log_artifact:.2f}×",
-            f"≥ 1× {ok(put >= log_artifact)}, < 32 MiB {ok(put_rss < 32)}",
-        ),
-        (
-            "tag in-process (Python API), below the cap",
-            f"{below:,.0f} /s",
-            f"ADK FileArtifactService {adk_rate:,.0f} /s; raw sqlite3 upsert+evict {raw_rate:,.0f} /s",
-            f"{below / adk_rate:.2f}× ADK; {below / raw_rate:.2f}× raw",
-            f"≥ 2.4× {ok(below / adk_rate >= 2.4)}; ≥ 0.2× {ok(below / raw_rate >= 0.2)}",
-        ),
-        (
-            "tag at the cap vs below",
-            f"{at_cap:,.0f} /s",
-            f"below {below:,.0f} /s",
-            f"{below / at_cap:.2f}× slower",
-            f"≤ 1.2× {ok(below / at_cap <= 1.2)}",
-        ),
-    ]
     print()
     print(
         f"bench/peers.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
         f"{args.rounds} rounds, medians; load average {load_before} before, {load_after} after"
     )
-    print()
-    print("| measure | ours | peer / floor | ratio | goal |")
-    print("|---|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    sides = [("", "")] + ([("before_", f" (before: {args.before})")] if args.before else [])
+    for prefix, title in sides:
+        print()
+        if title:
+            print(f"Before{title}, same rounds:")
+            print()
+        print("| measure | ours | peer / floor | ratio | goal |")
+        print("|---|---|---|---|---|")
+        for row in _rows(results, args, prefix):
+            print("| " + " | ".join(row) + " |")
     print()
     print("per round:", json.dumps({k: v for k, v in results.items()}, default=str))
 

@@ -50,10 +50,12 @@ class DaphneServer:
         ready_status: int | None = None,
         timeout: float = 30,
         app: str = APP,
+        cwd: Path = ROOT,
     ) -> None:
         """``env`` is the server's whole environment (default: this process's). With
         ``ready_path`` the server is ready once ``GET ready_path`` gets an answer (with status
-        ``ready_status``, if given); without it, once the port accepts a connection."""
+        ``ready_status``, if given); without it, once the port accepts a connection. ``cwd`` is the
+        source tree it serves (bench/peers.py's ``--before`` serves an earlier commit's)."""
         self.env = dict(os.environ if env is None else env)
         self.port = port or free_port()
         if log_path is None:
@@ -65,6 +67,7 @@ class DaphneServer:
         self.ready_status = ready_status
         self.timeout = timeout
         self.app = app
+        self.cwd = cwd
         self.process: subprocess.Popen | None = None
         self._log: IO[bytes] | None = None
 
@@ -89,7 +92,7 @@ class DaphneServer:
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), self.app],
-            cwd=ROOT,
+            cwd=self.cwd,
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

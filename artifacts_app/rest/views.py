@@ -59,6 +59,15 @@ def json_response(body: Any, status: int = 200) -> HttpResponse:
     return HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
 
 
+def request_agent(auth: Any, slug: str) -> Agent:
+    """The agent of the URL's slug. An agent key's agent came with the key (one statement,
+    selectors.token_lookup): no second lookup of the slug."""
+    key = getattr(auth, "key", None)
+    if key is not None and key.agent_id is not None and key.agent.slug == slug:
+        return key.agent
+    return selectors.agent_get(slug)
+
+
 class AgentView(APIView):
     """Base: resolves the agent from the URL's slug and the caller from the request."""
 
@@ -66,13 +75,7 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def agent(self) -> Agent:
-        # An agent key's agent came with the key (one statement, selectors.token_lookup):
-        # no second lookup of the slug.
-        slug = self.kwargs["slug"]
-        key = getattr(self.request.auth, "key", None)
-        if key is not None and key.agent_id is not None and key.agent.slug == slug:
-            return key.agent
-        return selectors.agent_get(slug)
+        return request_agent(self.request.auth, self.kwargs["slug"])
 
     def caller(self) -> access.Caller:
         return request_caller(self.request)
@@ -215,6 +218,14 @@ def _tag(agent: Agent, body: dict[str, Any], contents: Any, content_type: Any) -
     )
 
 
+def tag_json(agent: Agent, data: Any) -> HttpResponse:
+    """A JSON tag's body (parsed) to its answer: the tag route's and its lean road's one way
+    (``rest/lean.py``)."""
+    body = object_body(data, TAG_FIELDS)
+    result = _tag(agent, body, _contents(body), body.get("contentType"))
+    return json_response(result.record.to_json(), status=201 if result.created else 200)
+
+
 class ArtifactsView(AgentView):
     """Artifacts of the agent: list (filters, keyset pages) and tag (agent key; JSON or multipart)."""
 
@@ -282,8 +293,7 @@ class ArtifactsView(AgentView):
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
         else:
-            body = object_body(request.data, TAG_FIELDS)
-            contents, content_type = _contents(body), body.get("contentType")
+            return tag_json(agent, request.data)
         result = _tag(agent, body, contents, content_type)
         return json_response(result.record.to_json(), status=201 if result.created else 200)
 
