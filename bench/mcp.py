@@ -106,6 +106,31 @@ async def run(base: str, key: str, record_id: str, requests: int, rounds: int) -
                 )
                 answer.raise_for_status()
 
+            def raw(method: str, params: dict, name: str):
+                # The 2026 wire by hand (httpx, no SDK client): the server's cost alone.
+                meta = {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                }
+                body = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": method,
+                    "params": {**params, "_meta": meta},
+                }
+                headers = {
+                    "Accept": "application/json, text/event-stream",
+                    "Mcp-Protocol-Version": "2026-07-28",
+                    "Mcp-Method": method,
+                    "Mcp-Name": name,
+                }
+
+                async def call() -> None:
+                    answer = await http.post("/reviewer/mcp", json=body, headers=headers)
+                    assert answer.status_code == 200 and '"result"' in answer.text, answer.text
+
+                return call
+
             def mcp_read(client):
                 async def call() -> None:
                     got = await client.read_resource(uri, cache_mode="bypass")
@@ -124,9 +149,15 @@ async def run(base: str, key: str, record_id: str, requests: int, rounds: int) -
                 "REST GET record": rest_record,
                 "MCP resources/read (2025 session)": mcp_read(legacy),
                 "MCP resources/read (2026 wire)": mcp_read(modern),
+                "MCP resources/read (2026 wire, raw httpx)": raw(
+                    "resources/read", {"uri": uri}, uri
+                ),
                 "REST POST tools/tag_artifact": rest_tool,
                 "MCP tools/call tag_artifact (2025 session)": mcp_tool(legacy),
                 "MCP tools/call tag_artifact (2026 wire)": mcp_tool(modern),
+                "MCP tools/call tag_artifact (2026 wire, raw httpx)": raw(
+                    "tools/call", {"name": "tag_artifact", "arguments": TOOL_INPUT}, "tag_artifact"
+                ),
             }
             for _ in range(rounds):
                 for name, call in measures.items():
@@ -139,7 +170,7 @@ async def run(base: str, key: str, record_id: str, requests: int, rounds: int) -
         print(f"  {name:45s} {value:8.1f} req/s")
     base_read, base_tool = med["REST GET record + content"], med["REST POST tools/tag_artifact"]
     print("ratios (MCP / REST; target >= 0.5):")
-    for wire in ("2025 session", "2026 wire"):
+    for wire in ("2025 session", "2026 wire", "2026 wire, raw httpx"):
         read = med[f"MCP resources/read ({wire})"]
         tool = med[f"MCP tools/call tag_artifact ({wire})"]
         print(
