@@ -85,6 +85,17 @@ def _header(scope: dict[str, Any], name: bytes) -> bytes | None:
     return None
 
 
+def _scheme(scope: dict[str, Any]) -> str:
+    """The scheme the client used: behind a trusted proxy, Django's SECURE_PROXY_SSL_HEADER."""
+    trusted = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if trusted:
+        name, value = trusted  # ("HTTP_X_FORWARDED_PROTO", "https")
+        raw = _header(scope, name.removeprefix("HTTP_").lower().replace("_", "-").encode())
+        if raw is not None and raw.decode("latin-1").split(",")[0].strip() == value:
+            return "https"
+    return str(scope.get("scheme") or "http")
+
+
 def _host_allowed(host: str) -> bool:
     allowed = list(settings.ALLOWED_HOSTS)
     if settings.DEBUG and not allowed:  # Django's own default under DEBUG
@@ -135,7 +146,7 @@ async def serve(slug: str, scope: dict[str, Any], receive: Any, send: Any) -> No
     call = Call(
         agent=agent,
         caller=caller,
-        base_url=f"{scope.get('scheme', 'http')}://{host}",
+        base_url=f"{_scheme(scope)}://{host}",
         session_id=_query(scope, "sessionId"),
         turn_id=_query(scope, "turnId"),
     )

@@ -63,6 +63,13 @@ async def test_the_door_answers_the_envelope_before_the_sdk(
         assert response.headers["www-authenticate"].startswith("Bearer")
 
 
+async def test_a_host_outside_allowed_hosts_is_refused(world: World, live):
+    answer = await rest(
+        live, "POST", "/reviewer/mcp", world.agent_key, headers={"Host": "evil.test"}
+    )
+    assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_host"
+
+
 async def test_resources_page_newest_updated_first_like_rest(world: World, live):
     tag = database_sync_to_async(services.artifact_tag)
     for i in range(60):  # more than one page (50)
