@@ -28,6 +28,7 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from artifacts_app import access, selectors
 from artifacts_app.errors import ArtifactError, UnauthenticatedError
@@ -152,16 +153,17 @@ async def serve(slug: str, scope: dict[str, Any], receive: Any, send: Any) -> No
     )
     token = AccessToken(token="", client_id=f"{agent.pk}/{key.pk}", scopes=[])
     scope = {**scope, CALL: call, "user": AuthenticatedUser(token)}
-    manager = await session_manager()
+    manager = await session_manager(scope)
     await manager.handle_request(scope, receive, send)
 
 
-# --- one session manager per event loop, started on first use --------------------------------
+# --- the session managers of an event loop, started on first use ------------------------------
 
 
 @dataclass
 class _Running:
-    manager: StreamableHTTPSessionManager
+    handshake: StreamableHTTPSessionManager  # 2025-era requests: stateful sessions
+    modern: StreamableHTTPSessionManager  # 2026-07-28 requests: no session
     ready: asyncio.Event
     task: asyncio.Task[None] | None = None
 
@@ -169,29 +171,45 @@ class _Running:
 _running: dict[asyncio.AbstractEventLoop, _Running] = {}
 
 
-async def session_manager() -> StreamableHTTPSessionManager:
-    """The running session manager of this event loop (started by the first request)."""
+def _is_modern(scope: dict[str, Any]) -> bool:
+    version = _header(scope, b"mcp-protocol-version")
+    return version is not None and version.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+
+
+async def session_manager(scope: dict[str, Any]) -> StreamableHTTPSessionManager:
+    """The running session manager of this event loop for this request's era.
+
+    Two, because the eras want different answers to a POST. 2025 sessions answer in JSON
+    (``json_response``): their notifications ride the session's GET stream, and a JSON answer
+    costs far less than an SSE stream per request (bench/mcp.py: tools/call 0.42x of REST over SSE).
+    The 2026 wire answers in SSE, which ``subscriptions/listen`` needs: its answer is the stream.
+    The SDK routes by the same header; a 2026 request carries no session, so either could serve it.
+    """
     loop = asyncio.get_running_loop()
     found = _running.get(loop)
     if found is None:
         for old in [lp for lp in _running if lp.is_closed()]:
             del _running[old]
-        manager = StreamableHTTPSessionManager(
-            app=build_server(),
-            # Stateful: resources/subscribe and list_changed reach a 2025-era client on its
-            # session's GET stream; 2026-era clients, which carry no session, listen with
-            # subscriptions/listen, a request whose answer is the stream.
-            stateless=False,
-            session_idle_timeout=IDLE_TIMEOUT,
+        server = build_server()
+        found = _running[loop] = _Running(
+            handshake=StreamableHTTPSessionManager(
+                app=server,
+                # Stateful: resources/subscribe and list_changed reach a 2025-era client on its
+                # session's GET stream.
+                stateless=False,
+                json_response=True,
+                session_idle_timeout=IDLE_TIMEOUT,
+            ),
+            modern=StreamableHTTPSessionManager(app=server, session_idle_timeout=IDLE_TIMEOUT),
+            ready=asyncio.Event(),
         )
-        found = _running[loop] = _Running(manager, asyncio.Event())
         # A blank context: the request's contextvars must not become every session's.
         found.task = loop.create_task(_run(found), context=contextvars.Context())
     await found.ready.wait()
-    return found.manager
+    return found.modern if _is_modern(scope) else found.handshake
 
 
 async def _run(running: _Running) -> None:
-    async with running.manager.run():
+    async with running.handshake.run(), running.modern.run():
         running.ready.set()
         await asyncio.Event().wait()  # until the loop ends with the process
