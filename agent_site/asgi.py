@@ -175,6 +175,7 @@ django_asgi_app = SyncChainASGIHandler()
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agent_site import server  # noqa: E402
+from artifacts_app.mcp.mount import McpMount  # noqa: E402
 from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
@@ -185,8 +186,9 @@ server.install()
 
 application = ProtocolTypeRouter(
     {
-        # Streamed content waits for the client instead of piling up in daphne's buffer (issue 3).
-        "http": BackpressureMiddleware(django_asgi_app),
+        # /<slug>/mcp: the agent's MCP server (issue 17); the rest is Django. Streamed content
+        # waits for the client instead of piling up in daphne's buffer (issue 3).
+        "http": McpMount(BackpressureMiddleware(django_asgi_app)),
         # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
         "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),
     }

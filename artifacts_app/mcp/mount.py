@@ -1,0 +1,215 @@
+"""``/<slug>/mcp``: our door in front of the MCP SDK's Streamable HTTP session manager.
+
+The path, the Host, the agent and the bearer credentials are settled here, the way REST settles
+them (``access``: the same ``Caller``), before the SDK sees the request: an unknown agent answers
+the 404 envelope, no credentials 401, another agent's key 403 — all in API.md's error envelope.
+What passes carries the resolved ``Call`` in the ASGI scope (the handlers read it from
+``ctx.request.scope``) and an SDK ``AuthenticatedUser`` naming the credential, so the SDK binds each
+MCP session to the key or token that opened it (another credential gets 404 for that session).
+
+The session manager needs a running task group (``StreamableHTTPSessionManager.run``), normally
+entered by an ASGI lifespan. Daphne sends no lifespan events, so the first request of an event loop
+starts it in a task of its own; it runs as long as the loop (one per server process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from artifacts_app import access, selectors
+from artifacts_app.errors import ArtifactError, UnauthenticatedError
+from artifacts_app.mcp.call import CALL, Call
+from artifacts_app.mcp.server import build_server
+from artifacts_app.models import Agent
+from artifacts_app.names import RESERVED_SLUGS
+
+PATH = re.compile(r"^/(?P<slug>[^/]+)/mcp$")
+# A session idle this long (no request in flight, no open stream) is closed by the SDK.
+IDLE_TIMEOUT = 30 * 60
+
+
+class McpMount:
+    """ASGI: ``/<slug>/mcp`` to the MCP server, every other request to ``inner``."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            match = PATH.match(scope.get("path", ""))
+            if match is not None and match["slug"] not in RESERVED_SLUGS:
+                await serve(match["slug"], scope, receive, send)
+                return
+        await self.inner(scope, receive, send)
+
+
+async def envelope(
+    send: Any,
+    status: int,
+    code: str,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    body = orjson.dumps({"error": {"code": code, "message": message}})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def _header(scope: dict[str, Any], name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value
+    return None
+
+
+def _scheme(scope: dict[str, Any]) -> str:
+    """The scheme the client used: behind a trusted proxy, Django's SECURE_PROXY_SSL_HEADER."""
+    trusted = getattr(settings, "SECURE_PROXY_SSL_HEADER", None)
+    if trusted:
+        name, value = trusted  # ("HTTP_X_FORWARDED_PROTO", "https")
+        raw = _header(scope, name.removeprefix("HTTP_").lower().replace("_", "-").encode())
+        if raw is not None and raw.decode("latin-1").split(",")[0].strip() == value:
+            return "https"
+    return str(scope.get("scheme") or "http")
+
+
+def _host_allowed(host: str) -> bool:
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:  # Django's own default under DEBUG
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, allowed)
+
+
+def _query(scope: dict[str, Any], name: str) -> str | None:
+    values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get(name)
+    return values[-1] if values else None
+
+
+def resolve(slug: str, authorization: bytes | None) -> tuple[Agent, access.Caller]:
+    """The agent and the caller, or an ``ArtifactError`` (404, 401, 403) as REST would answer."""
+    agent = selectors.agent_get(slug)  # unknown agent: 404 for everyone, as in REST
+    caller = access.caller_from_authorization(authorization)
+    if caller is None:
+        if authorization and access.bearer_token(authorization) is not None:
+            raise UnauthenticatedError("invalid_token", access.INVALID_TOKEN_MESSAGE)
+        caller = access.ANONYMOUS_CALLER
+    access.artifact_visibility(caller, agent)  # 401 without credentials, 403 for another agent
+    return agent, caller
+
+
+async def serve(slug: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    host = (_header(scope, b"host") or b"").decode("latin-1")
+    if not _host_allowed(host):
+        await envelope(
+            send,
+            400,
+            "invalid_host",
+            "The Host header names a host this server does not answer to (DJANGO_ALLOWED_HOSTS).",
+        )
+        return
+    try:
+        agent, caller = await database_sync_to_async(resolve)(
+            slug, _header(scope, b"authorization")
+        )
+    except ArtifactError as error:
+        extra = [(b"www-authenticate", b'Bearer realm="agent-artifacts"')]
+        await envelope(
+            send, error.status, error.code, error.message, extra if error.status == 401 else []
+        )
+        return
+    key = caller.key
+    assert key is not None  # a bearer caller always has its key
+    call = Call(
+        agent=agent,
+        caller=caller,
+        base_url=f"{_scheme(scope)}://{host}",
+        session_id=_query(scope, "sessionId"),
+        turn_id=_query(scope, "turnId"),
+    )
+    token = AccessToken(token="", client_id=f"{agent.pk}/{key.pk}", scopes=[])
+    scope = {**scope, CALL: call, "user": AuthenticatedUser(token)}
+    manager = await session_manager(scope)
+    await manager.handle_request(scope, receive, send)
+
+
+# --- the session managers of an event loop, started on first use ------------------------------
+
+
+@dataclass
+class _Running:
+    handshake: StreamableHTTPSessionManager  # 2025-era requests: stateful sessions
+    modern: StreamableHTTPSessionManager  # 2026-07-28 requests: no session
+    ready: asyncio.Event
+    task: asyncio.Task[None] | None = None
+
+
+_running: dict[asyncio.AbstractEventLoop, _Running] = {}
+
+
+def _is_modern(scope: dict[str, Any]) -> bool:
+    version = _header(scope, b"mcp-protocol-version")
+    return version is not None and version.decode("latin-1") in MODERN_PROTOCOL_VERSIONS
+
+
+async def session_manager(scope: dict[str, Any]) -> StreamableHTTPSessionManager:
+    """The running session manager of this event loop for this request's era.
+
+    Two, because the eras want different answers to a POST. 2025 sessions answer in JSON
+    (``json_response``): their notifications ride the session's GET stream, and a JSON answer
+    costs far less than an SSE stream per request (bench/mcp.py: tools/call 0.42x of REST over SSE).
+    The 2026 wire answers in SSE, which ``subscriptions/listen`` needs: its answer is the stream.
+    The SDK routes by the same header; a 2026 request carries no session, so either could serve it.
+    """
+    loop = asyncio.get_running_loop()
+    found = _running.get(loop)
+    if found is None:
+        for old in [lp for lp in _running if lp.is_closed()]:
+            del _running[old]
+        server = build_server()
+        found = _running[loop] = _Running(
+            handshake=StreamableHTTPSessionManager(
+                app=server,
+                # Stateful: resources/subscribe and list_changed reach a 2025-era client on its
+                # session's GET stream.
+                stateless=False,
+                json_response=True,
+                session_idle_timeout=IDLE_TIMEOUT,
+            ),
+            modern=StreamableHTTPSessionManager(app=server, session_idle_timeout=IDLE_TIMEOUT),
+            ready=asyncio.Event(),
+        )
+        # A blank context: the request's contextvars must not become every session's.
+        found.task = loop.create_task(_run(found), context=contextvars.Context())
+    await found.ready.wait()
+    return found.modern if _is_modern(scope) else found.handshake
+
+
+async def _run(running: _Running) -> None:
+    async with running.handshake.run(), running.modern.run():
+        running.ready.set()
+        await asyncio.Event().wait()  # until the loop ends with the process

@@ -1,0 +1,114 @@
+"""Change notifications for MCP clients, driven by the stored events through the fan-out hub.
+
+A ``Watch`` is one MCP client's registration with this process's ``fanout.Hub`` (the same one the
+websockets use: one layer subscription per process, so events of other processes arrive with
+Redis, in seq order, gaps filled from the stored rows). It turns the agent's events into the two
+signals MCP has: *this resource was updated* (for the URIs the client subscribed to) and *the list
+changed* (a record came, moved or left). A user's watch counts only events of sessions the user
+owns (``access``' rule, by each event's own session), so a record moved into another user's
+session shows the first user that it left and nothing after.
+
+Signals are level triggers, so pending ones are coalesced into a set and a flag: a client that
+reads slowly gets every signal once, late, never a backlog that grows (nothing is lost). The hub
+calls ``offer`` on its loop and it never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+
+import orjson
+from channels.db import database_sync_to_async
+
+from artifacts_app import access, fanout, selectors
+from artifacts_app.mcp.reads import record_uri
+from artifacts_app.models import Agent
+
+TAGGED, DELETED, PINNED = "artifact.tagged", "artifact.deleted", "artifact.pinned"
+BACKLOG = 10_000  # unexamined events past which a watch signals everything it could
+
+
+class Watch:
+    session_sid: str | None = None  # the hub's filter: None, every event of the agent
+
+    def __init__(self, agent: Agent, caller: access.Caller, *, list_changes: bool) -> None:
+        self.agent_id = agent.pk
+        self.slug = agent.slug
+        self.caller = caller
+        self.list_changes = list_changes
+        self.subscribed: set[str] = set()  # record ids
+        self._events: deque[tuple[str, str | None, str]] = deque()
+        self._flooded = False
+        self._wake = asyncio.Event()
+        self._owned: dict[str | None, bool] = {None: False}  # a user's sessions, by sid
+        self._joined = False
+
+    # --- the hub side --------------------------------------------------------------------------
+
+    async def join(self) -> None:
+        await fanout.hub().join(self.agent_id, self)
+        self._joined = True
+
+    def leave(self) -> None:
+        if self._joined:
+            fanout.hub().leave(self.agent_id, self)
+            self._joined = False
+        self._wake.set()
+
+    def offer(self, seq: int, text: str) -> None:
+        if self._flooded:
+            return
+        if len(self._events) >= BACKLOG:
+            self._events.clear()
+            self._flooded = True
+        else:
+            event = orjson.loads(text)
+            self._events.append((event["type"], event.get("sessionId"), event["record"]["id"]))
+        self._wake.set()
+
+    # --- the client side -----------------------------------------------------------------------
+
+    def subscribe(self, artifact_ids: Iterable[str]) -> None:
+        self.subscribed.update(artifact_ids)
+
+    def unsubscribe(self, artifact_id: str) -> None:
+        self.subscribed.discard(artifact_id)
+
+    async def signals(self) -> tuple[bool, list[str]]:
+        """Wait for the next signals: (the list changed, the URIs updated). Empty once left."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            if not self._joined:
+                return False, []
+            listed, updated = await self._examine()
+            if listed or updated:
+                return listed, [record_uri(self.slug, rid) for rid in sorted(updated)]
+
+    async def _examine(self) -> tuple[bool, set[str]]:
+        if self._flooded:
+            # More arrived than we kept: say everything we might owe (a superset, never a loss).
+            self._flooded = False
+            return self.list_changes, set(self.subscribed)
+        listed, updated = False, set()
+        while self._events:
+            kind, sid, rid = self._events.popleft()
+            if not await self._visible(sid):
+                continue
+            if rid in self.subscribed:
+                updated.add(rid)
+            if kind != PINNED:
+                listed = listed or self.list_changes
+        return listed, updated
+
+    async def _visible(self, sid: str | None) -> bool:
+        if self.caller.kind in (access.AGENT, access.STAFF):
+            return True
+        owned = self._owned.get(sid)
+        if owned is None:
+            found = await database_sync_to_async(selectors.session_owner)(self.agent_id, sid)
+            owned = found is not None and found.owner_id == self.caller.user.pk
+            self._owned[sid] = owned  # a session's owner never changes
+        return owned
