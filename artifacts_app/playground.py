@@ -1,4 +1,4 @@
-"""The playground: watch one session's artifacts appear, live.
+"""The playground: watch one session's artifacts appear, live, grouped by turn.
 
 The page is rendered with the visible artifacts of the chosen session (selectors + access, the same
 rule as REST) and the agent's ``last_seq`` read *before* the list, so the websocket's ``?after=``
@@ -31,6 +31,38 @@ def _page_url(agent: str, session: str | None = None) -> str:
     return "/playground/?" + urlencode(query)
 
 
+def _option(summary: selectors.SessionSummary) -> dict[str, Any]:
+    """A session as the picker shows it: id, owner, creation time and (bounded) artifact count."""
+    return {
+        "sid": summary.sid,
+        "owner": summary.owner or "no owner",
+        "created": selectors.iso_seconds(summary.created_at),
+        "last": selectors.iso_seconds(summary.last_activity),
+        "count": summary.count_label,
+    }
+
+
+def _search(
+    request: HttpRequest, context: dict[str, Any], agent: Any, visible: Any, text: str
+) -> HttpResponse:
+    """Search by id: the exact id opens at once; otherwise the picker lists the ids that start
+    with the text (selectors.sessions_search says how that stays bounded)."""
+    try:
+        found = selectors.sessions_search(agent=agent, visible=visible, text=text)
+    except ArtifactError as exc:
+        messages.error(request, exc.message)
+        found = []
+    text = text.strip()
+    if found and found[0].sid == text:
+        return HttpResponseRedirect(_page_url(agent.slug, text))
+    context.update(sessions=[_option(s) for s in found], search=text)
+    if not found and text:
+        messages.info(
+            request, f"No session of {agent.slug!r} you can see has an id starting {text!r}."
+        )
+    return render(request, "playground/index.html", context)
+
+
 @login_required
 def playground(request: HttpRequest) -> HttpResponse:
     caller = access.caller_from_user(request.user)
@@ -43,23 +75,22 @@ def playground(request: HttpRequest) -> HttpResponse:
             messages.error(request, f"There is no agent {slug!r}.")
         return render(request, "playground/index.html", context, status=404 if slug else 200)
 
-    sessions = selectors.sessions_page(
-        agent=agent, visible=access.session_visibility(caller, agent), limit=SESSIONS_SHOWN
-    )
-    context["sessions"] = [row["sid"] for row in sessions.rows]
+    visible = access.session_visibility(caller, agent)
     sid = request.GET.get("session")
+    text = request.GET.get("q")
+    if text is not None and not sid:
+        return _search(request, context, agent, visible, text)
+    newest, _ = selectors.session_summaries(agent=agent, visible=visible, limit=SESSIONS_SHOWN)
+    context["sessions"] = [_option(s) for s in newest]
     if not sid:
+        if newest:  # the newest session, preselected
+            return HttpResponseRedirect(_page_url(agent.slug, newest[0].sid))
         return render(request, "playground/index.html", context)
 
-    session = selectors.session_owner(agent.pk, sid)
     try:
-        if session is None:
-            raise ArtifactError(
-                "unknown_session", f"There is no session {sid!r} of {agent.slug!r}."
-            )
-        access.can_watch_session(caller, agent, session.owner_id)
+        # Through the session visibility of ``access``: hidden and missing look the same.
+        summary = selectors.session_summary(agent=agent, sid=sid, visible=visible)
     except ArtifactError:
-        # Hidden and missing look the same.
         messages.error(request, f"There is no session {sid!r} of {agent.slug!r} that you can see.")
         return render(request, "playground/index.html", context, status=404)
 
@@ -70,14 +101,17 @@ def playground(request: HttpRequest) -> HttpResponse:
         session_id=sid,
         limit=ARTIFACTS_SHOWN,
     )
-    if sid not in context["sessions"]:
-        context["sessions"].insert(0, sid)
+    current = _option(summary)
+    if sid not in {option["sid"] for option in context["sessions"]}:
+        context["sessions"].insert(0, current)
     context.update(
         session=sid,
+        summary=current,
         config={
             "agent": agent.slug,
             "session": sid,
             "after": after,
+            "capped": summary.count_capped or page.next_cursor is not None,
             "records": [record.to_json() for record in page.records()],
         },
     )

@@ -9,8 +9,9 @@ records (tests/admin/test_session_queries.py counts the statements at 1k and 100
   says "100+" rather than paying for an exact count of a large session. No counter is kept: an
   exact one would have to be maintained by every tag, move, delete, eviction and prune;
 - search by id: the exact id through the ``(agent, sid)`` unique index, then ids that start with
-  the text among the agent's newest ``SEARCH_WINDOW`` sessions (a bounded walk of
-  ``session_agent_newest``; a prefix can use no index under PostgreSQL's non-C collations).
+  the text among the agent's newest ``SEARCH_WINDOW`` sessions: a range of ``session_agent_newest``
+  bounded by the window's oldest creation time (a prefix can use no index under PostgreSQL's
+  non-C collations, nor under SQLite's case-insensitive LIKE).
 """
 
 from __future__ import annotations
@@ -141,23 +142,25 @@ def sessions_search(
     text = text.strip()
     if not text:
         raise ArtifactError("invalid_query", "Type a session id (or its start) to search for.")
-    window = (
+    # The creation time of the agent's SEARCH_WINDOW-th newest session bounds the prefix walk to
+    # a range of ``session_agent_newest``; the exact id is its own statement on the unique index
+    # (an OR of the two would walk every session of the agent).
+    edge = list(
         Session.objects.filter(agent_id=agent.pk)
         .order_by("-created_at", "-id")
-        .values("pk")[:SEARCH_WINDOW]
+        .values_list("created_at", flat=True)[SEARCH_WINDOW - 1 : SEARCH_WINDOW]
     )
-    matches = _sessions(agent, visible).filter(
-        Q(sid=text) | Q(pk__in=Subquery(window), sid__startswith=text)
+    exact = with_activity(_sessions(agent, visible).filter(sid=text), cap=cap)
+    prefixed = _sessions(agent, visible).filter(sid__startswith=text).exclude(sid=text)
+    if edge:
+        prefixed = prefixed.filter(created_at__gte=edge[0])
+    prefixed = with_activity(prefixed, cap=cap)
+    rows = list(exact.values(*SUMMARY_FIELDS)[:1]) + list(
+        prefixed.order_by("-created_at", "-id").values(*SUMMARY_FIELDS)[:limit]
     )
-    rows = list(
-        with_activity(matches, cap=cap)
-        .order_by("-created_at", "-id")
-        .values(*SUMMARY_FIELDS)[:limit]
-    )
-    found = [SessionSummary.from_row(row, cap=cap) for row in rows]
     # startswith is case-insensitive on SQLite: keep to ids that really start with the text.
-    found = [s for s in found if s.sid.startswith(text)]
-    found.sort(key=lambda s: s.sid != text)  # the exact id first; stable keeps newest first
+    found = [SessionSummary.from_row(row, cap=cap) for row in rows]
+    found = [s for s in found if s.sid.startswith(text)][:limit]
     return found
 
 

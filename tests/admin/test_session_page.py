@@ -190,7 +190,7 @@ def test_session_pages_cost_the_same_statements_at_1k_and_100k(staff, reviewer, 
         services.session_create(agent=reviewer, sid=f"s_{n}", owner=alice if n % 2 else None)
         for n in range(8)
     ]
-    pages = [LIST, LIST + "?agent__id__exact=%d" % reviewer.pk, change_url(sessions[0])]
+    pages = [LIST, f"{LIST}?agent__id__exact={reviewer.pk}", change_url(sessions[0])]
     _fill(reviewer, sessions, 0, 1_000)
     small = {url: _statements(staff, url) for url in pages}
     _fill(reviewer, sessions, 1_000, 100_000)
