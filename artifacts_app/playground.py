@@ -9,16 +9,18 @@ script in ``static/playground/`` follows the session's websocket and reads full 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
-from artifacts_app import access, selectors, services
-from artifacts_app.errors import ArtifactError
+from artifacts_app import access, media, previews, selectors, services
+from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.selectors import versions
+from artifacts_app.values import check_text
 
 SESSIONS_SHOWN = 50
 ARTIFACTS_SHOWN = 100
@@ -131,3 +133,54 @@ def new_session(request: HttpRequest) -> HttpResponse:
         messages.error(request, exc.message)
         return HttpResponseRedirect(_page_url(slug) if slug else "/playground/")
     return HttpResponseRedirect(_page_url(agent.slug, session.sid))
+
+
+def _previewed(request: HttpRequest) -> tuple[Any, str]:
+    """The record (or one version of it) whose content the caller asks to see, and its URL.
+    Read like every read: the caller through ``access``, the record through ``selectors``."""
+    caller = access.caller_from_user(request.user)
+    slug, artifact_id = request.GET.get("agent") or "", request.GET.get("id") or ""
+    number = request.GET.get("version")
+    for name, value in (("agent", slug), ("id", artifact_id), ("version", number)):
+        check_text(value, field=name, code="invalid_query")
+    agent = selectors.agent_get(slug)
+    url = f"/{agent.slug}/v1/artifacts/{quote(artifact_id, safe='')}"
+    if number is None:
+        visible = access.artifact_visibility(caller, agent)
+        record = selectors.artifact_get(agent=agent, artifact_id=artifact_id, visible=visible)
+        return record, url + "/content"
+    n = versions.check_number(number)
+    visible = access.version_visibility(caller, agent)
+    record = versions.version_get(agent=agent, artifact_id=artifact_id, number=n, visible=visible)
+    return record, f"{url}/versions/{n}/content"
+
+
+@require_GET
+def preview(request: HttpRequest) -> HttpResponse:
+    """A card's rendered preview: the HTML fragment of ``previews`` (the one renderer, which shows
+    HTML, SVG and unknown types only as a download) for a content the caller may see."""
+    if not request.user.is_authenticated:
+        # Not login_required: a fetch would follow its redirect and insert the login page.
+        return HttpResponse("Log in to see previews.", status=401, content_type="text/plain")
+    try:
+        record, url = _previewed(request)
+        if record.content is None:
+            raise NotFoundError("no_content", "This artifact has no content.")
+    except ArtifactError as exc:
+        return HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+    content = record.content
+    shown = previews.preview_blob(
+        sha256=content.sha256,
+        size=content.size,
+        content_type=content.content_type,
+        url=url,
+        filename=media.download_name(
+            key=record.key,
+            title=record.title,
+            artifact_id=record.id,
+            content_type=content.content_type,
+        ),
+    )
+    response = HttpResponse(shown.html, content_type="text/html; charset=utf-8")
+    response["X-Preview-Kind"] = shown.kind
+    return response

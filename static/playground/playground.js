@@ -1,7 +1,8 @@
 // The playground: one session's artifacts, live over its websocket (API.md "Events"), grouped by
 // turn (the turn with the latest activity first, newest-updated first inside a turn), with a
 // history drawer per card (the REST versions and diff routes).
-// No build step: plain DOM, every stored string goes in through textContent (never innerHTML).
+// No build step: plain DOM, every stored string goes in through textContent (never innerHTML),
+// except the server's sanitized preview fragment (loadPreview).
 (function () {
   "use strict";
   const config = JSON.parse(document.getElementById("playground-config").textContent);
@@ -9,8 +10,6 @@
   const cardsEl = document.getElementById("cards");
   const emptyEl = document.getElementById("empty");
   const statusEl = document.getElementById("status");
-  const PREVIEW_BYTES = 64 * 1024;
-  const INLINE_IMAGES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
   const cards = new Map(); // artifact id -> card element
   const records = new Map(); // artifact id -> the newest record known (full, or merged from events)
   const generation = new Map(); // artifact id -> events seen, so a stale REST read is dropped
@@ -25,10 +24,6 @@
     if (className) node.className = className;
     if (text !== undefined && text !== null) node.textContent = String(text);
     return node;
-  }
-
-  function mediaType(type) {
-    return (type || "").split(";")[0].trim().toLowerCase();
   }
 
   function isoSeconds(stamp) {
@@ -46,32 +41,34 @@
 
   // --- a card ----------------------------------------------------------------------------------
 
+  // The preview is rendered by the server (artifacts_app/previews.py, the one renderer the admin
+  // uses too): Markdown sanitized, images inline, PDFs sandboxed, JSON foldable, text capped; HTML,
+  // SVG and unknown types only a download. Its fragment is the one HTML this script inserts.
+  function previewUrl(id, version) {
+    const query = { agent: config.agent, id: id };
+    if (version) query.version = String(version);
+    return "/playground/preview?" + new URLSearchParams(query).toString();
+  }
+
+  function loadPreview(box, url) {
+    box.replaceChildren(el("p", "muted preview-loading", "loading the preview…"));
+    fetch(url, { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then((r) => (r.ok && (r.headers.get("Content-Type") || "").startsWith("text/html") ? r.text() : Promise.reject(r.status)))
+      .then((html) => {
+        const template = document.createElement("template");
+        template.innerHTML = html;
+        box.replaceChildren(template.content);
+      })
+      .catch(() => { box.replaceChildren(el("p", "muted", "(preview unavailable)")); });
+  }
+
   function renderContent(record, box) {
     const content = record.content;
     const stamp = content ? content.sha256 + "|" + content.contentType : "";
-    if (box.dataset.stamp === stamp && box.childElementCount) return; // same bytes: keep the preview
+    if (box.dataset.stamp === stamp) return; // same bytes: keep the preview
     box.dataset.stamp = stamp;
     box.replaceChildren();
-    if (!content) return;
-    const type = mediaType(content.contentType);
-    const url = artifactUrl(record.id) + "/content";
-    const link = el("a", "download", "download (" + content.size.toLocaleString() + " B, " + (content.contentType || "bytes") + ")");
-    link.href = url;
-    link.setAttribute("download", "");
-    if (INLINE_IMAGES.includes(type)) {
-      const img = el("img", "preview-image");
-      img.src = url + "?v=" + encodeURIComponent(content.sha256);
-      img.alt = record.title || record.key || record.id;
-      box.append(img);
-    } else if (type.startsWith("text/") || type === "application/json" || type.endsWith("+json")) {
-      const pre = el("pre", "preview-text", "loading…");
-      box.append(pre);
-      fetch(url, { credentials: "same-origin", headers: { Range: "bytes=0-" + (PREVIEW_BYTES - 1) } })
-        .then((r) => (r.ok ? r.text() : Promise.reject(r.status)))
-        .then((text) => { pre.textContent = text + (content.size > PREVIEW_BYTES ? "\n… (first 64 KiB)" : ""); })
-        .catch(() => { pre.textContent = "(preview unavailable)"; });
-    }
-    box.append(link);
+    if (content) loadPreview(box, previewUrl(record.id));
   }
 
   function badges(card, record) {
@@ -268,7 +265,12 @@
       const link = el("a", "download", "download v" + v.version);
       link.href = artifactUrl(historyId) + "/versions/" + v.version + "/content";
       link.setAttribute("download", "");
-      item.append(link);
+      const show = el("button", "secondary version-preview-button", "preview");
+      show.type = "button";
+      const box = el("div", "version-preview");
+      const id = historyId;
+      show.addEventListener("click", () => { show.remove(); loadPreview(box, previewUrl(id, v.version)); });
+      item.append(link, show, box);
     }
     return item;
   }
