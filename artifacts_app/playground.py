@@ -4,6 +4,11 @@ The page is rendered with the visible artifacts of the chosen session (selectors
 rule as REST) and the agent's ``last_seq`` read *before* the list, so the websocket's ``?after=``
 replay covers anything tagged in between (a replayed tag only refreshes its card). After that the
 script in ``static/playground/`` follows the session's websocket and reads full records from REST.
+
+The picker lists the sessions the caller may see with owner, creation time and a bounded count
+(``selectors.session_summaries``); with no session named it opens the newest, and ``?q=`` finds one
+by id (``selectors.sessions_search``). ``preview`` answers a card's rendered preview, the fragment of
+``previews`` (the admin's renderer), for a record or version the caller may see.
 """
 
 from __future__ import annotations
