@@ -52,9 +52,13 @@ def _bounded_count(cap: int) -> RawSQL:
     """The session row's artifacts, counted up to ``cap + 1`` (more than ``cap`` means "cap+")."""
     quote = connection.ops.quote_name
     artifacts, sessions = quote(Artifact._meta.db_table), quote(Session._meta.db_table)
+    # The ORDER BY is the index's own order: without it PostgreSQL may plan the LIMIT as a
+    # sequential scan expected to stop early, which reads the whole table for a small session
+    # (measured: 35 ms a session at 100k records, against an index walk of at most cap + 1).
     return RawSQL(
         f"SELECT COUNT(*) FROM (SELECT 1 FROM {artifacts} bounded_a "
-        f"WHERE bounded_a.session_id = {sessions}.id LIMIT %s) bounded",
+        f"WHERE bounded_a.session_id = {sessions}.id "
+        "ORDER BY bounded_a.updated_at DESC, bounded_a.id DESC LIMIT %s) bounded",
         [cap + 1],
     )
 
