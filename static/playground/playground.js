@@ -258,7 +258,8 @@
   function versionItem(v) {
     const item = el("li", "version-item");
     item.dataset.version = v.version;
-    const facts = ["v" + v.version, isoSeconds(v.createdAt), v.source];
+    // A version's updatedAt is the moment its tag committed (its createdAt is the record's).
+    const facts = ["v" + v.version, isoSeconds(v.updatedAt), v.source];
     if (v.turnId) facts.push("turn " + v.turnId);
     item.append(el("strong", null, facts.join(" · ")), el("span", "version-title", v.title || v.key || ""));
     if (v.content) {
@@ -277,7 +278,7 @@
 
   function options(select, chosen) {
     select.replaceChildren(...versions.map((v) => {
-      const option = el("option", null, "v" + v.version + " · " + isoSeconds(v.createdAt));
+      const option = el("option", null, "v" + v.version + " · " + isoSeconds(v.updatedAt));
       option.value = v.version;
       option.selected = v.version === chosen;
       return option;

@@ -189,6 +189,12 @@ def test_history_drawer_diffs_two_versions(live, page, tmp_path):
     items = drawer.locator(".version-item")
     expect(items).to_have_count(3)
     assert items.evaluate_all("ns => ns.map(n => n.dataset.version)") == ["3", "2", "1"]
+    listed = httpx.get(
+        f"{live.url}/reviewer/v1/artifacts/{first['id']}/versions",
+        headers={"Authorization": f"Bearer {live.key}"},
+    ).json()["results"]
+    for item, version in zip(items.all(), listed, strict=True):  # each version's own moment
+        expect(item).to_contain_text(re.sub(r"\.\d+Z$", "Z", version["updatedAt"]))
     expect(items.nth(1).locator("a.download")).to_have_attribute(
         "href", f"/reviewer/v1/artifacts/{first['id']}/versions/2/content"
     )
