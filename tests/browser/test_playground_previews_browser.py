@@ -70,7 +70,9 @@ def test_cards_show_rendered_previews_and_never_render_html_or_svg(live, page):
         expect(box.locator(".preview-download a")).to_have_count(1, timeout=5_000)
         assert box.locator("iframe, svg, img, #evil, script").count() == 0
         assert "preview-download" in box.inner_html()
-    expect(card(page, data["id"]).locator(".preview-json").first).to_contain_text('"b"', timeout=5_000)
+    expect(card(page, data["id"]).locator(".preview-json").first).to_contain_text(
+        '"b"', timeout=5_000
+    )
     assert page.evaluate("window.__pwned") is None
 
 
