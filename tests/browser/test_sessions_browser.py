@@ -245,6 +245,7 @@ def test_admin_session_page_groups_by_turn(live, page, tmp_path):
     page.fill("#id_username", "sup")
     page.fill("#id_password", "sup-pw-12345")
     page.click("input[type=submit]")
+    page.wait_for_url(re.compile(r"/admin/$"))  # logged in before the next navigation
     page.goto(f"{live.url}/admin/artifacts_app/session/{pk}/change/")
     sections = page.locator(".session-turn")
     expect(sections).to_have_count(3)
