@@ -17,6 +17,7 @@ urlpatterns = [
     # --- ui: the playground and a login page for people who are not staff ---------------------
     path("playground/", playground.playground, name="playground"),
     path("playground/sessions", playground.new_session, name="playground-new-session"),
+    path("playground/preview", playground.preview, name="playground-preview"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     # --- REST API (issue 3): schema, offline docs, then every agent's /<slug>/v1/ routes ---

@@ -2,7 +2,8 @@
 
 ``pages`` (keyset pages of artifacts and sessions, one record, one session), ``agents`` (agent by
 slug, session by id, users, keys, the agent's last seq), ``events`` (replay, gap filling, a turn's
-tags), ``versions`` (a record's history: its versions, one version, a diff; used as
+tags), ``sessions`` (sessions at a glance: last activity, bounded counts, search by id, turns),
+``versions`` (a record's history: its versions, one version, a diff; used as
 ``selectors.versions``), ``dashboard`` (an agent's activity per hour, kinds with counts, latest
 events; used as ``selectors.dashboard``). ``visible`` arguments are the access filters from ``access`` (None: all of the agent).
 """
@@ -48,6 +49,16 @@ from artifacts_app.selectors.pages import (
     session_values,
     sessions_page,
 )
+from artifacts_app.selectors.sessions import (
+    SessionSummary,
+    Turn,
+    Turns,
+    iso_seconds,
+    session_summaries,
+    session_summary,
+    session_turns,
+    sessions_search,
+)
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -57,7 +68,10 @@ __all__ = [
     "Page",
     "Replay",
     "SessionOwner",
+    "SessionSummary",
     "Stream",
+    "Turn",
+    "Turns",
     "after",
     "agent_find",
     "agent_get",
@@ -73,13 +87,18 @@ __all__ = [
     "cursor_decode",
     "cursor_encode",
     "events_between",
+    "iso_seconds",
     "keyset_page",
     "replay_page",
     "session_json",
     "session_owner",
     "session_pk",
+    "session_summaries",
+    "session_summary",
+    "session_turns",
     "session_values",
     "sessions_page",
+    "sessions_search",
     "token_lookup",
     "turn_records",
     "user_get",

@@ -74,7 +74,7 @@ def test_log_in_and_see_the_session_newest_first_escaped(live, page, tmp_path):
     assert page.evaluate("window.__pwned") is None
     assert page.locator("#session-select").input_value() == "s_view"
     if live_ready():  # with REST: the text preview; with the websocket: "live"
-        expect(cards.nth(1).locator(".preview-text")).to_have_text("Looks good: two nits.\n")
+        expect(cards.nth(1).locator("pre.preview-text")).to_have_text("Looks good: two nits.\n")
         expect(page.locator("#status")).to_have_attribute("data-state", "live", timeout=10_000)
     page.screenshot(path=str(screenshot_path(tmp_path, "playground.png")), full_page=True)
 

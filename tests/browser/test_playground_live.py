@@ -46,7 +46,7 @@ def test_tag_appears_retag_changes_in_place_delete_removes(live, page):
     target = card(page, record["id"])
     expect(target).to_be_visible(timeout=5_000)
     expect(target.locator(".title")).to_have_text("Reviewing PR 11")
-    expect(target.locator(".preview-text")).to_contain_text("first pass", timeout=5_000)
+    expect(target.locator("pre.preview-text")).to_contain_text("first pass", timeout=5_000)
     target.evaluate("node => { node.dataset.marker = 'same-node'; }")
 
     live.tag(
@@ -110,7 +110,7 @@ def test_a_record_moved_out_of_the_session_leaves_its_card(live, page, target):
     )
     target_card = card(page, record["id"])
     expect(target_card).to_be_visible(timeout=5_000)
-    expect(target_card.locator(".preview-text")).to_contain_text("old content", timeout=5_000)
+    expect(target_card.locator("pre.preview-text")).to_contain_text("old content", timeout=5_000)
     live.tag(
         kind="report",
         key=f"moving-{target}",
