@@ -58,6 +58,7 @@ from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
 from artifacts_app import blobs, media
+from artifacts_app.errors import UnavailableError
 
 MARKDOWN_MAX = 512 * 1024
 JSON_MAX = 256 * 1024
@@ -144,14 +145,18 @@ def render(
     filename: str = "",
 ) -> Preview:
     """The preview of a content: ``url`` is where the browser may fetch it (the content route),
-    ``read(n)`` returns its first ``n`` bytes. Missing bytes (``OSError``) become a sentence and
-    the download link, never an exception."""
+    ``read(n)`` returns its first ``n`` bytes. Bytes that cannot be read (``OSError``, or the
+    storage's failure as ``faults`` names it) become a sentence and the download link, never an
+    exception."""
     kind = preview_kind(content_type, size)
     download = download_link(url, size=size, content_type=content_type, filename=filename)
     try:
         kind, body = _body(kind, content_type=content_type, size=size, url=url, read=read)
-    except OSError:
-        body = mark_safe('<p class="preview-missing"><em>The stored bytes are missing.</em></p>')
+    except (OSError, UnavailableError):
+        body = mark_safe(
+            '<p class="preview-missing"><em>The stored bytes are missing, or the storage did not'
+            " answer.</em></p>"
+        )
         kind = "download"
     return Preview(
         kind,

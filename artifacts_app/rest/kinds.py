@@ -6,13 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 
 from artifacts_app import access, services
 from artifacts_app.registry import AgentSpec, spec_for
 from artifacts_app.rest import serializers as s
-from artifacts_app.rest.schema import errors
-from artifacts_app.rest.serializers import ErrorSerializer
+from artifacts_app.rest.schema import JSON_BODY, KINDS, errors
 from artifacts_app.rest.views import AgentView, json_response
 
 
@@ -61,11 +60,7 @@ class KindsView(AgentView):
         request=s.KindsDeclareSerializer,
         responses={
             200: s.KindsSerializer,
-            **errors(413, 415),
-            409: OpenApiResponse(
-                ErrorSerializer,
-                description="`kinds_in_code`: the agent declares its kinds in a Python module.",
-            ),
+            **errors(*JSON_BODY, *KINDS),
         },
     )
     def put(self, request: Any, slug: str) -> HttpResponse:

@@ -85,6 +85,15 @@ CODES: dict[str, int] = {
     "invalid_owner": 400,
     "unknown_user": 400,
     "tool_input_invalid": 400,
+    # PUT artifacts/kinds (services.kinds, jsonschemas, tool.strict)
+    "invalid_kinds": 400,
+    "invalid_description": 400,
+    "invalid_schema": 400,
+    "invalid_max": 400,
+    "invalid_keep_versions": 400,
+    "invalid_agent_tool": 400,
+    "tool_needs_kinds": 400,
+    "kinds_in_code": 409,
     # what is named does not exist, or is hidden from the caller
     "unknown_artifact": 404,
     "unknown_session": 404,
@@ -96,6 +105,10 @@ CODES: dict[str, int] = {
     "cap_reached": 409,
     "not_keyed": 409,
     "range_not_satisfiable": 416,
+    # a dependency that failed (artifacts_app.faults): the service, not the request, is at fault
+    "database_unavailable": 503,
+    "storage_unavailable": 503,
+    "storage_full": 507,
 }
 
 COMMON = (
@@ -109,6 +122,8 @@ COMMON = (
     "unknown_agent",
     "unknown_route",
     "method_not_allowed",
+    "invalid_query",  # the door refuses NUL in any query parameter, named or not
+    "database_unavailable",
 )
 # What any JSON body can be refused for before its fields are read.
 JSON_BODY = (
@@ -139,6 +154,21 @@ TAG = (
     "content_too_large",
     "unknown_session",
     "cap_reached",
+    # the blob's write (artifacts_app.faults)
+    "storage_unavailable",
+    "storage_full",
+)
+# What kinds declared over HTTP are refused for (PUT artifacts/kinds).
+KINDS = (
+    "invalid_kinds",
+    "invalid_kind",
+    "invalid_description",
+    "invalid_schema",
+    "invalid_max",
+    "invalid_keep_versions",
+    "invalid_agent_tool",
+    "tool_needs_kinds",
+    "kinds_in_code",
 )
 VERSION = ("invalid_version", "unknown_artifact", "unknown_version")
 
@@ -153,6 +183,8 @@ STATUS_TEXT = {
     413: "A size limit was passed (data, body or content); the message says which.",
     415: "Unsupported body media type.",
     416: "The range starts past the end of the content.",
+    503: "A dependency failed (database or blob storage); retry after `Retry-After` seconds.",
+    507: "The blob storage is full; nothing was stored.",
 }
 
 # The codes of each operation, read by the postprocessing hook (operationId -> codes by status).

@@ -16,6 +16,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser.conftest import live_ready
+from tests.browser.server import LiveServer
 from tests.browser.test_playground_browser import screenshot_path, tag_inside
 
 pytestmark = [
@@ -67,6 +68,17 @@ PDF = (
     b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 100]>>endobj\n"
     b"trailer<</Root 1 0 R>>\n%%EOF\n"
 )
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    """A server of this module's own: the list, the drill-down and the dashboard read exactly the
+    records and events these tests make (the session's shared server holds other modules' too)."""
+    server = LiveServer(tmp_path_factory.mktemp("live-admin-ui"))
+    server.prepare()
+    server.start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="module")

@@ -65,7 +65,11 @@ def _positive_within_schema(ctx, response, case):
 def _encode_record(case) -> None:
     """The multipart `record` part is encoded application/json (the schema's `encoding`), which
     schemathesis 3 does not apply to form fields: encode it here as a client would."""
-    if case.media_type == "multipart/form-data" and "record" in case.body:
+    if (
+        case.media_type == "multipart/form-data"
+        and isinstance(case.body, dict)
+        and "record" in case.body
+    ):
         record = case.body["record"]
         if not isinstance(record, str | bytes):
             case.body["record"] = orjson.dumps(record).decode()
