@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from artifacts_app import services
 from artifacts_app.models import Agent, Artifact, Event
+from tests.consumers.live import test_database_url as the_test_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -162,7 +163,13 @@ def test_bad_arguments_refuse_with_a_sentence_and_change_nothing(stocked, args, 
 
 
 def test_bad_argument_exits_non_zero_without_a_traceback(db):
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "agent_site.settings"}
+    # The test database (the scale profile's DATABASE_URL names one that is never created, and
+    # the command's checks would refuse it before reading the argument).
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+        "DATABASE_URL": the_test_database_url(),
+    }
     proc = subprocess.run(
         [sys.executable, "manage.py", "prune_artifacts", "--older-than", "forever"],
         cwd=ROOT,

@@ -16,6 +16,7 @@ from django.db import connection, connections
 from django.db.backends.signals import connection_created
 
 from agent_site.asgi import django_asgi_app
+from agent_site.settings import sqlite_database
 from agent_site.sqlite.base import DatabaseWrapper as SQLiteWrapper
 from artifacts_app import services
 
@@ -118,7 +119,8 @@ def test_sqlite_connection_to_a_replaced_file_is_replaced(tmp_path):
     with sqlite3.connect(path) as db:
         db.execute("CREATE TABLE t (v TEXT)")
         db.execute("INSERT INTO t VALUES ('original')")
-    settings = {**connection.settings_dict, "NAME": str(path), "TEST": {}}
+    # The site's SQLite settings (the default database may be PostgreSQL: the scale profile).
+    settings = {**connection.settings_dict, **sqlite_database(path), "NAME": str(path), "TEST": {}}
     wrapper = SQLiteWrapper(settings, alias="replaced")
     try:
 
