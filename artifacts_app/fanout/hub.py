@@ -26,12 +26,9 @@ a socket whose buffer is full is dropped by its consumer, not waited for).
 from __future__ import annotations
 
 import asyncio
-import atexit
 import contextvars
 import logging
-import os
 import threading
-import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -41,14 +38,9 @@ from django.conf import settings
 
 from artifacts_app import layer as layer_servers
 from artifacts_app import selectors
+from artifacts_app.fanout.publisher import agent_group, new_layer, origin, remote_enabled
 
 log = logging.getLogger(__name__)
-
-BATCH = "artifacts.batch"  # the one layer message type: {"type", "origin", "agent", "events"}
-
-
-def agent_group(agent_id: int) -> str:
-    return f"artifacts.agent.{agent_id}"
 
 
 class Subscriber(Protocol):
@@ -78,12 +70,47 @@ class Hub:
         self.layer: Any = None
         self.channel: str | None = None
         self.reader: asyncio.Task | None = None
+        self.receiving: asyncio.Task | None = None  # the reader's receive, kept across timeouts
         self._layer_lock = asyncio.Lock()
         self.gap_wait = float(getattr(settings, "ARTIFACTS_WS_GAP_WAIT", 0.5))
         # The layer's servers as last seen (their run_ids), and whether they are away now.
         self.watcher: asyncio.Task | None = None
         self.layer_ids: tuple[str, ...] | None = None
         self.layer_away = False
+        self.closing = False  # set by ``close``: the reader and the watcher stop retrying
+
+    async def close(self, timeout: float = 5.0) -> bool:
+        """Stop the reader and the watcher, close the layer's pools, leave the registry. Bounded by
+        ``timeout``; False (logged) when a task would not stop within it.
+
+        One ``cancel()`` is not enough: a cancellation can be swallowed below the reader (Python
+        3.11's ``wait_for`` returning the inner result, a Redis client turning it into its own
+        error or retrying), after which ``cancelling()`` reads 0 and nothing stops the loop. So
+        ``closing`` is set first (the loops check it at every turn) and each task is cancelled again
+        until it is done."""
+        self.closing = True
+        with _hubs_lock:
+            if _hubs.get(self.loop) is self:
+                del _hubs[self.loop]
+        for feed in self.feeds.values():
+            if feed.gap_timer is not None:
+                feed.gap_timer.cancel()
+        self.feeds.clear()
+        deadline = self.loop.time() + timeout
+        stopped = True
+        for task in (self.reader, self.receiving, self.watcher):
+            stopped = await _stop(task, deadline) and stopped
+        if not stopped:
+            log.warning("the fan-out's layer tasks did not stop within %.1f s", timeout)
+        if self.layer is not None and hasattr(self.layer, "close_pools"):
+            try:
+                await asyncio.wait_for(
+                    self.layer.close_pools(), max(0.1, deadline - self.loop.time())
+                )
+            except Exception:
+                log.warning("closing the fan-out's layer pools failed", exc_info=True)
+        self.reader = self.receiving = self.watcher = None
+        return stopped
 
     # --- sockets -------------------------------------------------------------------------------
 
@@ -235,7 +262,7 @@ class Hub:
         groups), re-add every group at once and catch up what was missed meanwhile."""
         interval = float(getattr(settings, "ARTIFACTS_WS_LAYER_WATCH", 2.0))
         try:
-            while True:
+            while not self.closing:
                 await asyncio.sleep(interval)
                 try:
                     ids = await watch.server_ids()
@@ -304,35 +331,51 @@ class Hub:
         refresh = float(getattr(settings, "ARTIFACTS_WS_GROUP_REFRESH", 3600))
         next_refresh = self.loop.time() + refresh
         task = asyncio.current_task()
-        while True:
-            if task is not None and task.cancelling():
-                # Python 3.11's wait_for returns the inner result when the cancellation arrives
-                # just as the receive completes, swallowing it: without this check the reader
-                # waits on for the next message and the loop can never close.
-                raise asyncio.CancelledError
-            try:
-                message = await asyncio.wait_for(self.layer.receive(self.channel), refresh)
-            except TimeoutError:
-                message = None
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
+        try:
+            while not self.closing:
                 if task is not None and task.cancelling():
-                    # A cancellation the Redis client turned into its own error (redis-py 8 does):
-                    # retrying here would swallow it, and the loop could never close.
-                    raise asyncio.CancelledError from exc
-                # Once per outage, not once a second: the watcher says when it is back.
-                (log.debug if self.layer_away else log.warning)(
-                    "receiving from the channel layer failed; retrying", exc_info=True
-                )
-                await asyncio.sleep(1)
-                continue
-            if message is not None and message.get("origin") != me:
-                self.deliver(int(message["agent"]), list(message["events"]))
-            if self.loop.time() >= next_refresh:
-                # Group membership expires in the layer (group_expiry): renew it for live feeds.
-                next_refresh = self.loop.time() + refresh
-                await self._add_all_groups()
+                    raise asyncio.CancelledError
+                try:
+                    message = await self._receive(refresh)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    if self.closing or (task is not None and task.cancelling()):
+                        # A cancellation the Redis client turned into its own error (redis-py 8
+                        # does): retrying here would swallow it, and the loop could never close.
+                        raise asyncio.CancelledError from exc
+                    # Once per outage, not once a second: the watcher says when it is back.
+                    (log.debug if self.layer_away else log.warning)(
+                        "receiving from the channel layer failed; retrying", exc_info=True
+                    )
+                    await asyncio.sleep(1)
+                    continue
+                if message is not None and message.get("origin") != me:
+                    self.deliver(int(message["agent"]), list(message["events"]))
+                if self.loop.time() >= next_refresh:
+                    # Group membership expires in the layer (group_expiry): renew it for live feeds.
+                    next_refresh = self.loop.time() + refresh
+                    await self._add_all_groups()
+        finally:
+            if self.receiving is not None:
+                self.receiving.cancel()  # ``close`` re-cancels it until it is done
+
+    async def _receive(self, timeout: float) -> dict[str, Any] | None:
+        """The next layer message, or None after ``timeout`` seconds (the receive goes on).
+
+        The receive runs as its own task, kept here, rather than under ``wait_for``: on Python 3.11
+        ``wait_for`` cancels its inner receive and waits for it, and a receive that swallows that
+        cancellation (the Redis client can) held the reader there for good, with the one
+        cancellation spent. A kept task is one ``close`` can cancel again until it ends."""
+        if self.receiving is None:
+            self.receiving = self.loop.create_task(self.layer.receive(self.channel))
+        done, _ = await asyncio.wait({self.receiving}, timeout=timeout)
+        if not done:
+            return None
+        receiving, self.receiving = self.receiving, None
+        if receiving.cancelled():
+            raise ConnectionError("the layer's receive was cancelled")
+        return receiving.result()
 
 
 CATCH_UP_LIMIT = 10_000  # stored events read per feed per look; the next look reads on
@@ -341,6 +384,23 @@ CATCH_UP_LIMIT = 10_000  # stored events read per feed per look; the next look r
 def _stored_after(agent_id: int, after: int) -> list[dict[str, Any]]:
     last = selectors.agent_last_seq(agent_id)
     return selectors.events_between(agent_id, after, min(last, after + CATCH_UP_LIMIT) + 1)
+
+
+async def _stop(task: asyncio.Task | None, deadline: float) -> bool:
+    """Cancel ``task`` until it is done (a cancellation may be swallowed below it), up to
+    ``deadline`` (loop time). Never raises what the task raised: it is ending anyway."""
+    if task is None or task is asyncio.current_task():
+        return True
+    loop = task.get_loop()
+    while not task.done():
+        left = deadline - loop.time()
+        if left <= 0:
+            return False
+        task.cancel()
+        await asyncio.wait({task}, timeout=min(left, 0.2))
+    if not task.cancelled() and task.exception() is not None:
+        log.debug("a fan-out task ended with an error", exc_info=task.exception())
+    return True
 
 
 def _watch_timeout() -> float:
@@ -364,6 +424,12 @@ def hub() -> Hub:
     return found
 
 
+async def close_hub(timeout: float = 5.0) -> bool:
+    """Close the running loop's hub, if it has one (tests, before their loop closes)."""
+    found = _hubs.get(asyncio.get_running_loop())
+    return True if found is None else await found.close(timeout)
+
+
 def deliver_local(agent_id: int, payloads: list[dict[str, Any]]) -> None:
     """From any thread: give committed events to every hub of this process that watches the agent.
     A hub that does not watch it yet reads them from the stored rows when a socket joins."""
@@ -376,117 +442,3 @@ def deliver_local(agent_id: int, payloads: list[dict[str, Any]]) -> None:
             loop.call_soon_threadsafe(found.deliver, agent_id, payloads, context=_BLANK.copy())
         except RuntimeError:  # the loop closed meanwhile
             pass
-
-
-# --- publishing to other processes (Redis): one thread per process ---------------------------
-
-
-def remote_enabled() -> bool:
-    """Whether events must cross processes through the channel layer (any non in-memory layer)."""
-    conf = getattr(settings, "CHANNEL_LAYERS", {}).get("default") or {}
-    return bool(conf) and not str(conf["BACKEND"]).endswith("InMemoryChannelLayer")
-
-
-def origin() -> str:
-    """This process's id in layer messages: a hub skips its own process's batches (already local)."""
-    global _origin
-    if _origin is None or _origin[0] != os.getpid():
-        _origin = (os.getpid(), uuid.uuid4().hex)
-    return _origin[1]
-
-
-_origin: tuple[int, str] | None = None
-
-
-def new_layer() -> Any:
-    """A private instance of the configured layer, for one event loop only."""
-    from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
-
-    return channel_layers.make_backend(DEFAULT_CHANNEL_LAYER)
-
-
-class _Publisher:
-    """One thread per process with its own loop and layer: sends batches to the agent groups in
-    submission order. Bounded, so a layer outage costs memory up to a limit, then drops (logged)."""
-
-    def __init__(self) -> None:
-        self.pid = os.getpid()
-        self.loop = asyncio.new_event_loop()
-        self.pending = 0
-        self.idle = threading.Event()
-        self.idle.set()
-        self.lock = threading.Lock()
-        self.limit = getattr(settings, "ARTIFACTS_WS_PUBLISH_BACKLOG", 10_000)
-        self.layer: Any = None
-        self.queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] | None = None
-        ready = threading.Event()
-        self.thread = threading.Thread(
-            target=self._run, args=(ready,), name="artifacts-publisher", daemon=True
-        )
-        self.thread.start()
-        ready.wait()
-
-    def _run(self, ready: threading.Event) -> None:
-        asyncio.set_event_loop(self.loop)
-        self.queue = asyncio.Queue()
-        self.layer = new_layer()
-        self.loop.create_task(self._send_forever())
-        ready.set()
-        self.loop.run_forever()
-
-    def submit(self, agent_id: int, payloads: list[dict[str, Any]]) -> None:
-        with self.lock:
-            if self.pending >= self.limit:
-                log.error("publisher backlog full: dropped events of agent %s", agent_id)
-                return
-            self.pending += 1
-            self.idle.clear()
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, (agent_id, payloads))  # type: ignore[union-attr]
-
-    async def _send_forever(self) -> None:
-        assert self.queue is not None
-        while True:
-            # Under load, merge what waits into one message per agent: a group_send is several
-            # Redis round trips, whatever its size.
-            batches = [await self.queue.get()]
-            while not self.queue.empty():
-                batches.append(self.queue.get_nowait())
-            merged: dict[int, list[dict[str, Any]]] = {}
-            for agent_id, payloads in batches:
-                merged.setdefault(agent_id, []).extend(payloads)
-            for agent_id, payloads in merged.items():
-                try:
-                    await self.layer.group_send(
-                        agent_group(agent_id),
-                        {"type": BATCH, "origin": origin(), "agent": agent_id, "events": payloads},
-                    )
-                except Exception:
-                    log.exception("sending events of agent %s to the layer failed", agent_id)
-            with self.lock:
-                self.pending -= len(batches)
-                if not self.pending:
-                    self.idle.set()
-
-    def flush(self, timeout: float) -> bool:
-        return self.idle.wait(timeout)
-
-
-_publisher_lock = threading.Lock()
-_publisher_instance: _Publisher | None = None
-
-
-def publisher() -> _Publisher:
-    """This process's publisher thread (started on first use, again after a fork)."""
-    global _publisher_instance
-    with _publisher_lock:
-        if _publisher_instance is None or _publisher_instance.pid != os.getpid():
-            _publisher_instance = _Publisher()
-            atexit.register(flush, 2.0)  # a command's last tags still reach the layer
-        return _publisher_instance
-
-
-def flush(timeout: float = 5.0) -> bool:
-    """Wait until every batch handed to the layer has been sent (tests, commands before exit)."""
-    if _publisher_instance is None or _publisher_instance.pid != os.getpid():
-        return True
-    return _publisher_instance.flush(timeout)
