@@ -22,15 +22,14 @@ it nothing goes to the layer at all. The hubs read stored events through ``selec
 A socket is a ``Subscriber``: ``offer`` must not block (it puts into the socket's bounded buffer, and
 a socket whose buffer is full is dropped by its consumer, not waited for).
 
-Modules: ``hub`` (the ``Hub``, the registry of hubs, ``deliver_local``, ``close_hub``) and
-``publisher`` (the publisher thread, the agents' groups, the layer message type). This package
+Modules: ``hub`` (the ``Hub``, the registry of hubs, ``deliver_local``, ``close_hub``), ``resync``
+(the watch of the layer's servers: catch-up while away, re-added groups when back) and ``publisher`` (the publisher thread, the agents' groups, the layer message type). This package
 re-exports their public names.
 """
 
 from __future__ import annotations
 
 from artifacts_app.fanout.hub import (
-    CATCH_UP_LIMIT,
     Hub,
     Subscriber,
     close_hub,
@@ -46,6 +45,7 @@ from artifacts_app.fanout.publisher import (
     publisher,
     remote_enabled,
 )
+from artifacts_app.fanout.resync import CATCH_UP_LIMIT
 
 __all__ = [
     "BATCH",

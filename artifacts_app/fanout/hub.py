@@ -17,6 +17,7 @@ from django.conf import settings
 
 from artifacts_app import layer as layer_servers
 from artifacts_app import selectors
+from artifacts_app.fanout import resync
 from artifacts_app.fanout.publisher import agent_group, new_layer, origin, remote_enabled
 
 log = logging.getLogger(__name__)
@@ -203,7 +204,7 @@ class Hub:
                 self.layer = new_layer()
                 self.channel = await self.layer.new_channel("artifacts.hub.")
                 self.reader = self.loop.create_task(self._read_forever())
-                watch = layer_servers.ServerWatch(timeout=_watch_timeout())
+                watch = layer_servers.ServerWatch(timeout=resync.watch_timeout())
                 try:  # before the first group_add: a restart after it is then seen as one
                     self.layer_ids = await watch.server_ids()
                 except asyncio.CancelledError:
@@ -211,7 +212,7 @@ class Hub:
                     raise
                 except Exception:
                     self.layer_away = True
-                self.watcher = self.loop.create_task(self._watch_forever(watch))
+                self.watcher = self.loop.create_task(resync.watch_forever(self, watch))
 
     async def _group_add(self, agent_id: int) -> None:
         await self._ensure_channel()
@@ -219,83 +220,18 @@ class Hub:
 
     async def _group_add_or_watch(self, agent_id: int) -> None:
         # With the layer away the socket still opens: its feed is served from the stored events
-        # until the watcher sees the layer back and joins the group (``_resync``).
+        # until the watcher sees the layer back and joins the group (``resync``).
         try:
             await self._group_add(agent_id)
         except asyncio.CancelledError:
             raise
         except Exception:
-            self._mark_away()
+            self.mark_away()
 
-    def _mark_away(self) -> None:
+    def mark_away(self) -> None:
         if not self.layer_away:  # once per outage
             log.warning("channel layer unreachable: serving events from the database")
         self.layer_away = True
-
-    # --- a layer that goes away or restarts (issue 14) -------------------------------------------
-
-    async def _watch_forever(self, watch: layer_servers.ServerWatch) -> None:
-        """Every ``ARTIFACTS_WS_LAYER_WATCH`` seconds: ask the layer's servers who they are. While
-        they do not answer, catch every feed up from the stored events (other processes' events
-        cannot arrive); when they answer again, or answer as other servers (a restart forgot our
-        groups), re-add every group at once and catch up what was missed meanwhile."""
-        interval = float(getattr(settings, "ARTIFACTS_WS_LAYER_WATCH", 2.0))
-        try:
-            while not self.closing:
-                await asyncio.sleep(interval)
-                try:
-                    ids = await watch.server_ids()
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    self._mark_away()
-                    await self._catch_up_all()
-                    continue
-                if self.layer_away or ids != self.layer_ids:
-                    log.warning(
-                        "channel layer %s: re-adding %d group(s) and catching up",
-                        "back" if ids == self.layer_ids else "restarted",
-                        len(self.feeds),
-                    )
-                    await self._resync(ids)
-        finally:
-            await watch.close()
-
-    async def _add_all_groups(self) -> bool:
-        """(Re-)join the group of every watched agent; False (logged) when the layer fails."""
-        try:
-            for agent_id in list(self.feeds):
-                await self.layer.group_add(agent_group(agent_id), self.channel)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.warning("joining the fan-out's groups failed", exc_info=True)
-            return False
-        return True
-
-    async def _resync(self, ids: tuple[str, ...]) -> None:
-        if await self._add_all_groups():
-            self.layer_ids, self.layer_away = ids, False
-        else:
-            self.layer_away = True  # gone again: the next look retries
-        # Joined first, then read: what commits in between arrives live, and seqs dedupe.
-        await self._catch_up_all()
-
-    async def _catch_up_all(self) -> None:
-        for feed in list(self.feeds.values()):
-            if feed.next_seq is None or self.feeds.get(feed.agent_id) is not feed:
-                continue
-            try:
-                stored = await database_sync_to_async(_stored_after)(
-                    feed.agent_id, feed.next_seq - 1
-                )
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("catching up agent %s failed; retrying", feed.agent_id, exc_info=True)
-                continue
-            if stored:
-                self.deliver(feed.agent_id, stored)
 
     async def _group_discard(self, agent_id: int) -> None:
         if agent_id in self.feeds:  # someone joined again meanwhile
@@ -334,7 +270,7 @@ class Hub:
                 if self.loop.time() >= next_refresh:
                     # Group membership expires in the layer (group_expiry): renew it for live feeds.
                     next_refresh = self.loop.time() + refresh
-                    await self._add_all_groups()
+                    await resync.add_all_groups(self)
         finally:
             if self.receiving is not None:
                 self.receiving.cancel()  # ``close`` re-cancels it until it is done
@@ -357,14 +293,6 @@ class Hub:
         return receiving.result()
 
 
-CATCH_UP_LIMIT = 10_000  # stored events read per feed per look; the next look reads on
-
-
-def _stored_after(agent_id: int, after: int) -> list[dict[str, Any]]:
-    last = selectors.agent_last_seq(agent_id)
-    return selectors.events_between(agent_id, after, min(last, after + CATCH_UP_LIMIT) + 1)
-
-
 async def _stop(task: asyncio.Task | None, deadline: float) -> bool:
     """Cancel ``task`` until it is done (a cancellation may be swallowed below it), up to
     ``deadline`` (loop time). Never raises what the task raised: it is ending anyway."""
@@ -380,10 +308,6 @@ async def _stop(task: asyncio.Task | None, deadline: float) -> bool:
     if not task.cancelled() and task.exception() is not None:
         log.debug("a fan-out task ended with an error", exc_info=task.exception())
     return True
-
-
-def _watch_timeout() -> float:
-    return max(1.0, float(getattr(settings, "ARTIFACTS_WS_LAYER_WATCH", 2.0)))
 
 
 _BLANK = contextvars.Context()
