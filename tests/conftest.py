@@ -57,6 +57,18 @@ def _isolated_storage(settings, tmp_path: Path, _s3_server):
 
 
 @pytest.fixture
+async def closed_hub():
+    """Close the test loop's fan-out hub (its layer reader and watcher, its pools) while the loop
+    still runs: left to the runner's one cancellation at loop close, a cancellation swallowed
+    under the reader (Redis client) kept it retrying and the teardown hung. Used by the tests that
+    open streams in this process (tests/consumers, tests/services/test_events.py)."""
+    yield
+    from artifacts_app import fanout
+
+    await fanout.close_hub()
+
+
+@pytest.fixture
 def reviewer(db) -> Agent:
     return Agent.objects.get_or_create(
         slug="reviewer", defaults={"module": TEST_AGENTS["reviewer"]}

@@ -12,6 +12,11 @@ from agent_site.asgi import application
 from artifacts_app import services
 
 
+@pytest.fixture(autouse=True)
+def _hub_closed(closed_hub):
+    """Every test here may run a hub on its loop: close it before the loop closes."""
+
+
 @pytest.fixture
 def keys(transactional_db, django_user_model):
     """An agent with a session per user, and every kind of credential the auth matrix needs."""

@@ -5,7 +5,7 @@ killed and started again: it comes back empty, its groups forgotten). Subscriber
 processes, on the agent's stream and on a session's, each receive every seq of a burst that spans
 the outage and the restart, in order, once — those of the other process too: while Redis is away
 their hub reads the stored events, and when it is back (another run_id) the hub re-adds its groups
-and catches up (``fanout.Hub._watch_forever``).
+and catches up (``fanout.resync.watch_forever``).
 """
 
 from __future__ import annotations

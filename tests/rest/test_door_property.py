@@ -17,7 +17,7 @@ from django.test import Client
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from artifacts_app import services
+from artifacts_app import fanout, services
 from artifacts_app.models import Agent
 from tests.consumers.conftest import connect
 
@@ -189,6 +189,7 @@ async def _replay(key: str, path: str, *, until) -> list[dict]:
             events.append(orjson.loads(message["text"]))
     finally:
         await comm.disconnect()
+        await fanout.close_hub()  # async_to_sync's loop closes next: its hub must stop first
     return events
 
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from artifacts_app import fanout, services
 from artifacts_app.models import Artifact, Event
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("closed_hub")]
 
 
 class Collect:
