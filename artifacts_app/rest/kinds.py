@@ -12,7 +12,7 @@ from artifacts_app import access, services
 from artifacts_app.registry import AgentSpec, spec_for
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.schema import JSON_BODY, KINDS, errors
-from artifacts_app.rest.views import AgentView, json_response
+from artifacts_app.rest.views.base import AgentView, json_response
 
 
 def kinds_json(spec: AgentSpec) -> dict[str, Any]:

@@ -34,7 +34,8 @@ from artifacts_app import access
 from artifacts_app.rest.auth import BearerAuthentication
 from artifacts_app.rest.errors import exception_handler
 from artifacts_app.rest.parsers import JSONOnlyNegotiation, JSONParser
-from artifacts_app.rest.views import ArtifactsView, request_agent, tag_json
+from artifacts_app.rest.views.artifacts import ArtifactsView, tag_json
+from artifacts_app.rest.views.base import request_agent
 
 TAG_PATH = re.compile(r"^/(?P<slug>[^/]+)/v1/artifacts$")
 

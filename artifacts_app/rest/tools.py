@@ -26,7 +26,7 @@ from artifacts_app.names import SESSION_ID_PATTERN, TURN_MAX
 from artifacts_app.registry import spec_for
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.schema import JSON_BODY, TAG, errors
-from artifacts_app.rest.views import AgentView, json_response, object_body
+from artifacts_app.rest.views.base import AgentView, json_response, object_body
 
 RUN_FIELDS = frozenset({"input", "sessionId", "turnId"})
 

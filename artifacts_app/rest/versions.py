@@ -20,7 +20,7 @@ from artifacts_app.rest.content import content_response
 from artifacts_app.rest.filters import PageFilter, cleaned
 from artifacts_app.rest.pagination import next_url
 from artifacts_app.rest.schema import CURSOR, LIMIT, PAGE, VERSION, VERSION_MAX, errors
-from artifacts_app.rest.views import AgentView, json_response
+from artifacts_app.rest.views.base import AgentView, json_response
 from artifacts_app.selectors import versions
 
 VERSION_PARAMETER = OpenApiParameter(

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from artifacts_app.names import keyed_id, new_id
 from artifacts_app.selectors import agent_get, token_lookup
+from artifacts_app.services._write import TagResult
 from artifacts_app.services.agents import agent_create, agents_sync_declared
 from artifacts_app.services.artifacts import (
-    TagResult,
     artifact_content_put,
     artifact_delete,
     artifact_tag,

@@ -1,4 +1,5 @@
-"""The statements of a tag and a delete that are written as SQL, private to ``services.artifacts``.
+"""The statements of a tag and a delete that are written as SQL, private to the services (the
+tag's locked write ``_write``, ``artifacts``, ``history``).
 
 Measured (bench/tag.py, SQLite, DEBUG off): the ORM's Python around each of a tag's small statements
 cost 100–200 µs, as much as the statement. Each function works on SQLite (3.35+, for RETURNING) and

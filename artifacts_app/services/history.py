@@ -1,9 +1,12 @@
 """A record's history, the writes: restore a version, pin and unpin (API.md "Versions, pins and
-diffs"). Restore is a tag: it goes through the tag's one locked write (``artifacts._tag_locked``);
+diffs"). Restore is a tag: it goes through the tag's one locked write (``_write.tag_locked``);
 pinning locks the agent row too, for its event's ``seq``. The reads are ``selectors.versions``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -15,14 +18,14 @@ from artifacts_app.models import Agent, Artifact, ArtifactVersion
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
 from artifacts_app.registry import spec_for
 from artifacts_app.services import _sql
-from artifacts_app.services.artifacts import TagResult, _lock_agent, _Tag, _tag_locked
+from artifacts_app.services._write import (
+    Tag,
+    TagResult,
+    lock_agent,
+    tag_locked,
+    unknown_artifact,
+)
 from artifacts_app.services.rules import tag_validate
-
-
-def _unknown_artifact(agent: Agent, artifact_id: str) -> NotFoundError:
-    return NotFoundError(
-        "unknown_artifact", f"There is no artifact {artifact_id!r} in agent {agent.slug!r}."
-    )
 
 
 def artifact_restore(
@@ -44,30 +47,8 @@ def artifact_restore(
     with transaction.atomic():
         # Read the record and the version under the lock the tag takes (again, in this same
         # transaction), so that a concurrent re-tag cannot move the record in between.
-        _lock_agent(agent)
-        current = (
-            Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
-            .values("key", "session_id", "session__sid")
-            .first()
-        )
-        if current is None:
-            raise _unknown_artifact(agent, artifact_id)
-        if current["key"] is None:
-            raise ConflictError(
-                "not_keyed",
-                f"Artifact {artifact_id!r} has no key, so it has one version and nothing to restore.",
-            )
-        old = (
-            ArtifactVersion.objects.filter(artifact_id=artifact_id, number=number)
-            .values("kind", "title", "data", "session_id", "blob_id", "blob__size", "content_type")
-            .first()
-        )
-        if old is None:
-            raise NotFoundError(
-                "unknown_version",
-                f"Artifact {artifact_id!r} has no version {number} (only the newest are kept).",
-                {"version": number},
-            )
+        lock_agent(agent)
+        current, old = _restore_rows(agent, artifact_id, number)
         kind_name, parsed = tag_validate(
             spec=spec,
             kind=old["kind"],
@@ -85,7 +66,7 @@ def artifact_restore(
             content = ContentInfo(
                 old["blob__size"], old["content_type"] or DEFAULT_BYTES_TYPE, old["blob_id"]
             )
-        tag = _Tag(
+        tag = Tag(
             agent,
             spec.max,
             spec.keep_for(kind_name),
@@ -97,7 +78,38 @@ def artifact_restore(
             turn_id,
             Artifact.SOURCE_HOST,
         )
-        return _tag_locked(tag, content, carry_content=False)
+        return tag_locked(tag, content, carry_content=False)
+
+
+def _restore_rows(
+    agent: Agent, artifact_id: str, number: int
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The record as it is and its version ``number``, read under the agent's lock: a record gone
+    (404), unkeyed (409 ``not_keyed``) or without that version (404) is refused."""
+    current = (
+        Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
+        .values("key", "session_id", "session__sid")
+        .first()
+    )
+    if current is None:
+        raise unknown_artifact(agent, artifact_id)
+    if current["key"] is None:
+        raise ConflictError(
+            "not_keyed",
+            f"Artifact {artifact_id!r} has no key, so it has one version and nothing to restore.",
+        )
+    old = (
+        ArtifactVersion.objects.filter(artifact_id=artifact_id, number=number)
+        .values("kind", "title", "data", "session_id", "blob_id", "blob__size", "content_type")
+        .first()
+    )
+    if old is None:
+        raise NotFoundError(
+            "unknown_version",
+            f"Artifact {artifact_id!r} has no version {number} (only the newest are kept).",
+            {"version": number},
+        )
+    return current, old
 
 
 def artifact_pin(*, agent: Agent | str, artifact_id: str, pinned: bool = True) -> ArtifactRecord:
@@ -106,10 +118,10 @@ def artifact_pin(*, agent: Agent | str, artifact_id: str, pinned: bool = True) -
     does not move, so the record keeps its place in lists and in eviction order."""
     agent = selectors.agent_get(agent)
     with transaction.atomic():
-        count, last_seq = _lock_agent(agent)
+        count, last_seq = lock_agent(agent)
         change = _sql.artifact_pin(agent.pk, artifact_id, bool(pinned))
         if change is None:
-            raise _unknown_artifact(agent, artifact_id)
+            raise unknown_artifact(agent, artifact_id)
         if change.changed:
             batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
             batch.add(

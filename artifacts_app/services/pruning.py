@@ -135,6 +135,16 @@ def _sessions_named(agents: list[Agent], session: str, agent: str | None) -> dic
     return sessions
 
 
+def _prune_check(*, kind: str | None, keep: int | None, batch_size: int) -> None:
+    """The options refused before anything is read: nothing is pruned on a bad one."""
+    if kind is not None and not KIND_RE.fullmatch(kind):
+        raise ArtifactError("invalid_kind", f"--kind {kind!r} is not a valid kind name.")
+    if keep is not None and (isinstance(keep, bool) or keep < 0):
+        raise ArtifactError("invalid_keep", f"--keep must be 0 or more; got {keep}.")
+    if batch_size < 1:
+        raise ArtifactError("invalid_batch", "The batch size must be at least 1.")
+
+
 def artifacts_prune(
     *,
     agent: str | None = None,
@@ -155,12 +165,7 @@ def artifacts_prune(
     Pinned records are never selected (nor counted by ``keep``) unless ``include_pinned``; a
     record's versions go with it.
     """
-    if kind is not None and not KIND_RE.fullmatch(kind):
-        raise ArtifactError("invalid_kind", f"--kind {kind!r} is not a valid kind name.")
-    if keep is not None and (isinstance(keep, bool) or keep < 0):
-        raise ArtifactError("invalid_keep", f"--keep must be 0 or more; got {keep}.")
-    if batch_size < 1:
-        raise ArtifactError("invalid_batch", "The batch size must be at least 1.")
+    _prune_check(kind=kind, keep=keep, batch_size=batch_size)
     report = PruneReport(dry_run=dry_run)
     now = timezone.now()
     agents = (

@@ -9,7 +9,8 @@ from artifacts_app import selectors, tool
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Agent, Artifact
 from artifacts_app.registry import spec_for
-from artifacts_app.services.artifacts import TagResult, artifact_tag
+from artifacts_app.services._write import TagResult
+from artifacts_app.services.artifacts import artifact_tag
 
 
 def tool_run(

@@ -1,0 +1,237 @@
+"""Artifacts under ``/<slug>/v1/artifacts`` (API.md "HTTP routes"): list, tag (JSON or
+multipart; ``tag_json`` is the lean road's way too, ``rest/lean.py``), one record, delete."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from django.http import HttpResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+
+from artifacts_app import access, media, selectors, services
+from artifacts_app.errors import ArtifactError
+from artifacts_app.models import Agent
+from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX
+from artifacts_app.records import record_json
+from artifacts_app.rest import serializers as s
+from artifacts_app.rest.filters import ArtifactFilter, cleaned
+from artifacts_app.rest.pagination import next_url
+from artifacts_app.rest.parsers import (
+    JSONParser,
+    LimitedUploadHandler,
+    MultiPartParser,
+    part_content_type,
+)
+from artifacts_app.rest.schema import CURSOR, JSON_BODY, LIMIT, PAGE, TAG, errors, query_text
+from artifacts_app.rest.views.base import AgentView, json_response, object_body
+from artifacts_app.values import json_loads
+
+TAG_FIELDS = frozenset(
+    {
+        "kind",
+        "key",
+        "title",
+        "data",
+        "sessionId",
+        "turnId",
+        "source",
+        "contents",
+        "contentsBase64",
+        "contentType",
+    }
+)
+
+
+def _contents(body: dict[str, Any]) -> bytes | str | None:
+    text, encoded = body.get("contents"), body.get("contentsBase64")
+    if text is not None and encoded is not None:
+        raise ArtifactError(
+            "contents_conflict",
+            "Send at most one of `contents` and `contentsBase64`.",
+            {"fields": ["contents", "contentsBase64"]},
+        )
+    if text is not None:
+        if not isinstance(text, str):
+            raise ArtifactError(
+                "invalid_contents",
+                "`contents` is a string (stored as UTF-8); send bytes as `contentsBase64`.",
+                {"field": "contents"},
+            )
+        return text
+    if encoded is not None:
+        if not isinstance(encoded, str):
+            raise ArtifactError(
+                "invalid_base64",
+                "`contentsBase64` is a base64 string.",
+                {"field": "contentsBase64"},
+            )
+        try:
+            return base64.b64decode(encoded, validate=True)
+        except (binascii.Error, ValueError):
+            raise ArtifactError(
+                "invalid_base64",
+                "`contentsBase64` is not valid base64 (standard alphabet, with padding).",
+                {"field": "contentsBase64"},
+            ) from None
+    return None
+
+
+def _tag(agent: Agent, body: dict[str, Any], contents: Any, content_type: Any) -> Any:
+    source = body.get("source")
+    return services.artifact_tag(
+        agent=agent,
+        data=body.get("data"),
+        kind=body.get("kind"),
+        key=body.get("key"),
+        title=body.get("title"),
+        session_id=body.get("sessionId"),
+        turn_id=body.get("turnId"),
+        source="host" if source is None else source,
+        contents=contents,
+        content_type=content_type,
+    )
+
+
+def tag_json(agent: Agent, data: Any) -> HttpResponse:
+    """A JSON tag's body (parsed) to its answer: the tag route's and its lean road's one way
+    (``rest/lean.py``)."""
+    body = object_body(data, TAG_FIELDS)
+    result = _tag(agent, body, _contents(body), body.get("contentType"))
+    return json_response(result.record.to_json(), status=201 if result.created else 200)
+
+
+class ArtifactsView(AgentView):
+    """Artifacts of the agent: list (filters, keyset pages) and tag (agent key; JSON or multipart)."""
+
+    parser_classes = [JSONParser, MultiPartParser]
+
+    @extend_schema(
+        operation_id="artifacts_list",
+        summary="List artifacts, newest-updated first (ties by id)",
+        parameters=[
+            OpenApiParameter("kind", query_text(KIND_MAX)),
+            OpenApiParameter("sessionId", query_text(SESSION_ID_MAX)),
+            OpenApiParameter("source", str, enum=["host", "model"]),
+            OpenApiParameter("key", query_text(KEY_MAX)),
+            LIMIT,
+            CURSOR,
+        ],
+        responses={200: s.RecordPageSerializer, **errors(*PAGE, "unknown_session")},
+    )
+    def get(self, request: Any, slug: str) -> HttpResponse:
+        agent = self.agent()
+        visible = access.artifact_visibility(self.caller(), agent)
+        query = cleaned(ArtifactFilter, request.query_params)
+        page = selectors.artifacts_page(
+            agent=agent,
+            visible=visible,
+            kind=query["kind"],
+            session_id=query["sessionId"],
+            source=query["source"],
+            key=query["key"],
+            limit=query["limit"],
+            cursor=query["cursor"],
+        )
+        return json_response(
+            {
+                "results": [record_json(row) for row in page.rows],
+                "next": next_url(request, page.next_cursor),
+            }
+        )
+
+    @extend_schema(
+        operation_id="artifacts_tag",
+        summary="Tag an artifact (agent key): 201 created, 200 replaced",
+        request={
+            "application/json": s.TagSerializer,
+            "multipart/form-data": s.TagMultipartSerializer,
+        },
+        responses={
+            201: OpenApiResponse(s.RecordSerializer, description="Created."),
+            200: OpenApiResponse(s.RecordSerializer, description="Replaced (same key)."),
+            **errors(
+                *JSON_BODY,
+                *TAG,
+                "invalid_base64",
+                "contents_conflict",
+                "record_required",
+                "malformed_multipart",
+                "too_many_fields",
+            ),
+        },
+    )
+    def post(self, request: Any, slug: str) -> HttpResponse:
+        agent = self.agent()
+        access.require_tag(self.caller(), agent)  # refuse before reading (or storing) a body
+        request._request.upload_handlers = [LimitedUploadHandler(request._request)]
+        if (request.content_type or "").lower().startswith("multipart/"):
+            body, contents, content_type = self._multipart(request)
+        else:
+            return tag_json(agent, request.data)
+        result = _tag(agent, body, contents, content_type)
+        return json_response(result.record.to_json(), status=201 if result.created else 200)
+
+    def _multipart(self, request: Any) -> tuple[dict[str, Any], Any, Any]:
+        raw = request.data.get("record")
+        if raw is None:
+            raise ArtifactError(
+                "record_required",
+                "A multipart tag needs a `record` part holding the JSON record.",
+                {"field": "record"},
+            )
+        body = json_loads(raw, what="The `record` part", field="record")
+        body = object_body(body, TAG_FIELDS)
+        upload = request.FILES.get("contents")
+        if upload is None:
+            contents: Any = _contents(body)
+            return body, contents, body.get("contentType")
+        if body.get("contents") is not None or body.get("contentsBase64") is not None:
+            raise ArtifactError(
+                "contents_conflict",
+                "The file part `contents` is the contents; leave contents/contentsBase64 out of `record`.",
+                {"fields": ["contents", "contentsBase64"]},
+            )
+        content_type = body.get("contentType")
+        if content_type is None:
+            sent = part_content_type(upload)
+            if sent is not None and media.parse(sent) is None:
+                raise ArtifactError(
+                    "invalid_content_type",
+                    "The file part `contents` has a Content-Type that is not exactly one media "
+                    "type (type/subtype and ;name=value parameters, no comma); send one, or name "
+                    "`contentType` in `record`.",
+                    {"field": "contents"},
+                )
+            content_type = sent
+        return body, upload, content_type
+
+
+class ArtifactDetailView(AgentView):
+    """One record: read (all three callers) and delete (agent key, staff)."""
+
+    @extend_schema(
+        operation_id="artifacts_get",
+        summary="One record",
+        responses={200: s.RecordSerializer, **errors("unknown_artifact")},
+    )
+    def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+        agent = self.agent()
+        visible = access.artifact_visibility(self.caller(), agent)
+        row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
+        return json_response(record_json(row))
+
+    @extend_schema(
+        operation_id="artifacts_delete",
+        summary="Delete a record and its content (agent key, staff)",
+        responses={204: None, **errors("unknown_artifact")},
+    )
+    def delete(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+        agent = self.agent()
+        caller = self.caller()
+        visible = access.artifact_visibility(caller, agent)
+        selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
+        access.require_delete(caller, agent)
+        services.artifact_delete(agent=agent, artifact_id=artifact_id)
+        return HttpResponse(status=204)

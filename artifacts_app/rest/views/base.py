@@ -1,0 +1,67 @@
+"""The base of the REST views: the agent of the URL, the caller, the JSON answer and the
+JSON object body every view checks its fields with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from django.http import HttpResponse
+from rest_framework.views import APIView
+
+from artifacts_app import access, selectors
+from artifacts_app.errors import ArtifactError
+from artifacts_app.models import Agent
+from artifacts_app.rest.auth import request_caller
+from artifacts_app.rest.parsers import (
+    JSONOnlyNegotiation,
+    JSONParser,
+)
+
+
+def json_response(body: Any, status: int = 200) -> HttpResponse:
+    return HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
+
+
+def request_agent(auth: Any, slug: str) -> Agent:
+    """The agent of the URL's slug. An agent key's agent came with the key (one statement,
+    selectors.token_lookup): no second lookup of the slug."""
+    key = getattr(auth, "key", None)
+    if key is not None and key.agent_id is not None and key.agent.slug == slug:
+        return key.agent
+    return selectors.agent_get(slug)
+
+
+class AgentView(APIView):
+    """Base: resolves the agent from the URL's slug and the caller from the request."""
+
+    parser_classes = [JSONParser]
+    content_negotiation_class = JSONOnlyNegotiation
+
+    def agent(self) -> Agent:
+        return request_agent(self.request.auth, self.kwargs["slug"])
+
+    def caller(self) -> access.Caller:
+        return request_caller(self.request)
+
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:  # HttpResponse
+        # API.md "Errors": OPTIONS is authenticated like GET (401 without credentials, 404 for
+        # an unknown agent) and says only which methods the route has — never DRF's metadata
+        # with the views' docstrings.
+        access.artifact_visibility(self.caller(), self.agent())
+        response = HttpResponse(status=204)
+        response["Allow"] = ", ".join(self.allowed_methods)
+        return response
+
+
+def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise ArtifactError("invalid_body", "The body must be a JSON object.")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ArtifactError(
+            "unknown_field",
+            f"Unknown field {unknown[0]!r}; the fields are {', '.join(sorted(allowed))}.",
+            {"fields": unknown},
+        )
+    return body
