@@ -69,37 +69,21 @@ def dashboard_view(model_admin: Any, request: HttpRequest, agent_id: int) -> Htt
     events = dashboard.agent_latest_events(agent.pk)
     charts = [
         (
-            "Tags per hour, last 24 hours",
-            bar_chart(name="tags-24h", hours=day.hours, counts=day.tagged, label="tags", every=3),
-            sum(day.tagged),
-        ),
-        (
-            "Evictions per hour, last 24 hours",
+            f"{title} per hour, last {span}",
             bar_chart(
-                name="evictions-24h",
-                hours=day.hours,
-                counts=day.evicted,
-                label="evictions",
-                every=3,
+                name=f"{label}-{suffix}",
+                hours=window.hours,
+                counts=getattr(window, series),
+                label=label,
+                every=every,
             ),
-            sum(day.evicted),
-        ),
-        (
-            "Tags per hour, last 7 days",
-            bar_chart(name="tags-7d", hours=week.hours, counts=week.tagged, label="tags", every=24),
-            sum(week.tagged),
-        ),
-        (
-            "Evictions per hour, last 7 days",
-            bar_chart(
-                name="evictions-7d",
-                hours=week.hours,
-                counts=week.evicted,
-                label="evictions",
-                every=24,
-            ),
-            sum(week.evicted),
-        ),
+            sum(getattr(window, series)),
+        )
+        for suffix, span, window, every in (("24h", "24 hours", day, 3), ("7d", "7 days", week, 24))
+        for title, label, series in (
+            ("Tags", "tags", "tagged"),
+            ("Evictions", "evictions", "evicted"),
+        )
     ]
     context = {
         **model_admin.admin_site.each_context(request),
