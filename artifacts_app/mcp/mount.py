@@ -181,7 +181,7 @@ async def session_manager(scope: dict[str, Any]) -> StreamableHTTPSessionManager
 
     Two, because the eras want different answers to a POST. 2025 sessions answer in JSON
     (``json_response``): their notifications ride the session's GET stream, and a JSON answer
-    costs far less than an SSE stream per request (bench/mcp.py: tools/call 0.42x of REST over SSE).
+    costs far less than an SSE stream per request (bench/mcp_vs_rest.py: tools/call 0.42x of REST over SSE).
     The 2026 wire answers in SSE, which ``subscriptions/listen`` needs: its answer is the stream.
     The SDK routes by the same header; a 2026 request carries no session, so either could serve it.
     """

@@ -1,6 +1,6 @@
 """MCP beside REST on one real daphne, in interleaved rounds of the same run (issue 17).
 
-    .venv/bin/python bench/mcp.py [--requests 300] [--rounds 3]
+    .venv/bin/python bench/mcp_vs_rest.py [--requests 300] [--rounds 3]
 
 - read: requests/s of resources/read of one record (artifact://reviewer/<id>, a 1 KiB text content
   inline) beside REST's GET artifacts/<id> plus GET artifacts/<id>/content (what REST needs for the
