@@ -140,7 +140,8 @@ def _s3_server():
         stderr=subprocess.DEVNULL,
     )
     endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    # A bound for a failure, not a wait: the loop ends when the port answers.
+    deadline = time.monotonic() + 120
     while True:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.5):

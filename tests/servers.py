@@ -48,7 +48,7 @@ class DaphneServer:
         log_path: Path | None = None,
         ready_path: str | None = None,
         ready_status: int | None = None,
-        timeout: float = 30,
+        timeout: float = 120,
         app: str = APP,
         cwd: Path = ROOT,
     ) -> None:

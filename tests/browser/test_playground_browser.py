@@ -15,7 +15,7 @@ from playwright.sync_api import expect
 from tests.browser.conftest import live_ready, log_in
 from tests.browser.server import ROOT
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 SESSION_URL = "/playground/?agent=reviewer&session=s_live"  # the live tests' session
 VIEW_URL = "/playground/?agent=reviewer&session=s_view"  # this module's: no other test tags into it

@@ -15,7 +15,7 @@ from tests.browser.test_playground_browser import SESSION_URL, tag_inside
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.slow,
-    pytest.mark.timeout(180),
+    pytest.mark.timeout(300),
     pytest.mark.skipif(
         not live_ready(),
         reason="needs the REST API and the session websocket (branches rest and events) merged",

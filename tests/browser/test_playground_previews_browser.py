@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from tests.browser.test_playground_browser import tag_inside
 from tests.browser.test_sessions_browser import card, new_session, open_live
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(300)]
 
 REPORT = (
     "# Weekly report\n\n| pr | verdict |\n|---|---|\n| o/r#7 | approve |\n\n"

@@ -82,7 +82,7 @@ def test_gc_blobs_removes_what_uploads_killed_mid_write_left(tmp_path):
         "ARTIFACTS_DATA_DIR": str(data_dir),
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
     }
-    server = DaphneServer(env, timeout=40)
+    server = DaphneServer(env)
     acknowledged: list[dict] = []
     left: list[Path] = []
     for _ in range(3):  # the file may be moved into place between the look and the kill

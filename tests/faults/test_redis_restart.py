@@ -74,7 +74,7 @@ def test_subscribers_on_both_processes_get_every_event_across_a_redis_restart(ow
         "ARTIFACTS_WS_LAYER_WATCH_MS": "500",
         "ARTIFACTS_DATA_DIR": str(tmp_path / "data"),
     }
-    tagger, other = DaphneServer(env, timeout=40), DaphneServer(env, timeout=40)
+    tagger, other = DaphneServer(env), DaphneServer(env)
     try:
         tagger.start(wait=False)
         other.start(wait=False)

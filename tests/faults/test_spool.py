@@ -27,7 +27,7 @@ def test_a_full_data_disk_answers_507_through_daphne(small_disk):
         "ARTIFACTS_DATA_DIR": str(small_disk),
         "PYTHONPATH": str(ROOT),
     }
-    with DaphneServer(env, timeout=40) as server:
+    with DaphneServer(env) as server:
         fill(small_disk)
         auth = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=server.base_url, headers=auth, timeout=60) as client:

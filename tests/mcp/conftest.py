@@ -63,7 +63,7 @@ def server_env(store: dict[str, str]) -> dict[str, str]:
 def live(django_db_setup, django_db_blocker, _shared_store) -> Any:
     with django_db_blocker.unblock():
         env = server_env(_shared_store)
-    server = DaphneServer(env, timeout=60).start()
+    server = DaphneServer(env).start()
     yield server
     server.stop()
 

@@ -18,7 +18,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.scale, pytest
 @pytest.fixture
 def two(_shared_store, transactional_db):
     env = {**server_env(_shared_store), "ARTIFACTS_PROCESSES": "2"}
-    servers = [DaphneServer(env, timeout=60), DaphneServer(env, timeout=60)]
+    servers = [DaphneServer(env), DaphneServer(env)]
     with ExitStack() as stack:
         for server in servers:
             stack.callback(server.stop)

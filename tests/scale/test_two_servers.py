@@ -23,7 +23,7 @@ def two_servers(transactional_db):
     assert os.environ.get("ARTIFACTS_STORAGE") == "s3", "the scale run stores blobs in S3 (moto)"
     env = child_env()
     env.update(ARTIFACTS_PROCESSES="2", ARTIFACTS_S3_PREFIX=f"e2e-{uuid.uuid4().hex}")
-    servers = [DaphneServer(env, timeout=40), DaphneServer(env, timeout=40)]
+    servers = [DaphneServer(env), DaphneServer(env)]
     with ExitStack() as stack:
         for server in servers:  # both start at once, then each is waited for
             stack.callback(server.stop)
