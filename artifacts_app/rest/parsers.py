@@ -91,9 +91,16 @@ class MultiPartParser(parsers.MultiPartParser):
         watched = _ClosingWatch(stream, boundary.encode("latin-1"))
         try:
             result = super().parse(cast(IO[Any], watched), media_type, parser_context)
-        except exceptions.ParseError as exc:
-            detail = str(exc.detail).removeprefix("Multipart form parse error - ")
-            raise malformed_multipart(detail.rstrip(".")) from None
+        except BaseException as exc:
+            # The body streams in as it is parsed: a client gone mid-file, a refusal or a malformed
+            # part leaves a file part half-written, which Django's parser does not clean up.
+            request = (parser_context or {}).get("request")
+            for handler in getattr(request, "upload_handlers", ()):
+                handler.upload_interrupted()
+            if isinstance(exc, exceptions.ParseError):
+                detail = str(exc.detail).removeprefix("Multipart form parse error - ")
+                raise malformed_multipart(detail.rstrip(".")) from None
+            raise
         if not watched.closed_seen:
             raise malformed_multipart("it ends before its closing boundary (was it cut off?)")
         return result
@@ -149,6 +156,7 @@ class LimitedUploadHandler(FileUploadHandler):
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
         self._writer = BlobWriter()
+        self._writers = [*getattr(self, "_writers", ()), self._writer]
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
         self._writer.write(raw_data)  # past the limit: discards and raises content_too_large
@@ -164,9 +172,9 @@ class LimitedUploadHandler(FileUploadHandler):
         )
 
     def upload_interrupted(self) -> None:
-        writer = getattr(self, "_writer", None)
-        if writer is not None:
-            writer.discard()
+        for writer in getattr(self, "_writers", ()):
+            if writer.stored is None:
+                writer.discard()
 
 
 class ORJSONRenderer(renderers.BaseRenderer):
