@@ -120,9 +120,9 @@ class BodyStream:
     on the request's thread, or in messages (``read_nowait``) on the event loop.
 
     ``pause``/``resume`` stop and restart reading the socket; they are called on the reactor's
-    thread. ``read`` blocks until it has ``size`` bytes (at most half the high-water mark, so that
-    it never waits on bytes the flow control holds back), the end, or a failure, which raises
-    ``body_incomplete``. ``close`` (the reader is done) drops what comes after.
+    thread. ``read`` blocks until it has ``size`` bytes or the end (waiting for at most half the
+    high-water mark at a time, so never on bytes the flow control holds back); a body that will
+    not be whole raises ``body_incomplete``. ``close`` (the reader is done) drops what comes after.
     """
 
     def __init__(self, pause: Callable[[], None], resume: Callable[[], None]) -> None:
@@ -178,14 +178,24 @@ class BodyStream:
 
     # The reader's side.
     def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all, if negative), fewer only at the end, as a buffered file
+        answers (parsers read a body whole with one ``read``)."""
         if size is None or size < 0:
             return b"".join(iter(lambda: self.read(FEED_CHUNK), b""))
-        with self._cond:
-            self._wanted = max(1, min(size, HIGH_WATER // 2))
-            while self._buffered < self._wanted and not self._ended and not self._failed:
-                self._cond.wait()
-            data = self._take(size)
-        return data
+        parts = []
+        taken = 0
+        while taken < size:
+            with self._cond:
+                # Never wait for more than the flow control lets in.
+                self._wanted = max(1, min(size - taken, HIGH_WATER // 2))
+                while self._buffered < self._wanted and not self._ended and not self._failed:
+                    self._cond.wait()
+                data = self._take(size - taken)
+            if not data:
+                break
+            parts.append(data)
+            taken += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def ready(self) -> bool:
         """Whether ``read_nowait`` has something to answer (bytes, or the end)."""

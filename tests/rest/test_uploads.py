@@ -444,3 +444,17 @@ def test_an_answer_before_the_body_is_in_keeps_the_connection(served):
         status, health = _envelope(_read_response(sock))
         assert status == 200, health
     assert _incoming(data_dir) == []
+
+
+def test_a_large_json_body_is_read_whole_from_the_stream(served):
+    """A JSON tag past the streaming threshold, larger than one flow-control window: the parser's
+    one ``read`` gets all of it."""
+    _, client, _, _ = served
+    text = "j" * (3 * MIB)
+    tagged = client.post(
+        "/reviewer/v1/artifacts",
+        json={"kind": "report", "key": "json", "data": {}, "contents": text},
+    )
+    assert tagged.status_code in (200, 201), tagged.text[:300]
+    content = client.get(f"/reviewer/v1/artifacts/{tagged.json()['id']}/content")
+    assert content.text == text
