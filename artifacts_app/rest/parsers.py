@@ -60,9 +60,11 @@ class _ClosingWatch:
     def read(self, *args: Any) -> bytes:
         chunk = self.stream.read(*args)
         if chunk and not self.closed_seen:
-            window = self.tail + chunk
-            self.closed_seen = self.delimiter in window
-            self.tail = window[-len(self.delimiter) :]
+            # The seam between reads, then the chunk itself: no copy of a whole chunk.
+            width = len(self.delimiter)
+            seam = self.tail + chunk[: width - 1]
+            self.closed_seen = self.delimiter in seam or self.delimiter in chunk
+            self.tail = chunk[-width:] if len(chunk) >= width else seam[-width:]
         return chunk
 
     def __getattr__(self, name: str) -> Any:
@@ -151,7 +153,7 @@ class LimitedUploadHandler(FileUploadHandler):
     stops at ``ARTIFACTS_MAX_CONTENT_BYTES``: the bytes are written once, and nothing is kept of a
     refused one."""
 
-    chunk_size = 256 * 1024
+    chunk_size = 1024 * 1024  # Django's parser reads the body in these: fewer, larger steps
 
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
