@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core import signals
-from django.core.exceptions import ImproperlyConfigured, RequestAborted
+from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import connections
 from django.urls import set_script_prefix
@@ -82,7 +82,7 @@ class SyncChainASGIHandler(ASGIHandler):
             if first is None:  # answered: the thread is idle again, no hop needed to park it
                 self._park(executor)
                 return
-            receive = _replayed(first, receive)  # a spooled body: Django's road
+            receive = _replayed(first, receive)  # a streamed body: Django's road
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
@@ -98,9 +98,9 @@ class SyncChainASGIHandler(ASGIHandler):
     async def _lean(self, scope, receive, send, executor, slug):
         """The tag route's lean road (``artifacts_app/rest/lean.py``): the body from the event loop,
         then one hop to the request's thread for the whole request, the answer sent from here.
-        Answers None once answered, or the first message of a spooled body (not taken here)."""
+        Answers None once answered, or the first message of a streamed body (not taken here)."""
         message = await receive()
-        if message["type"] != "http.request" or server.BODY_FILE in message:
+        if message["type"] != "http.request" or body_stream.BODY_STREAM in message:
             return message
         chunks = [message.get("body", b"")]
         while message.get("more_body", False):
@@ -144,20 +144,14 @@ class SyncChainASGIHandler(ASGIHandler):
         return await sync_to_async(self.get_response, thread_sensitive=True)(request)
 
     async def read_body(self, receive):
-        # A body daphne spooled to a file (agent_site.server) is offered as that file: it becomes
-        # the request's body as it is. The stock handler would copy it into a second spool first
-        # (for a 64 MiB upload that copy was a third of the server's time).
+        # A body that daphne streams (agent_site.server) becomes the request's body as it is: the
+        # view reads it from the socket as it arrives. The stock handler would wait for the whole
+        # body and copy it into a spool file first (the bytes written twice).
         message = await receive()
-        offer = message.get(server.BODY_FILE) if message["type"] == "http.request" else None
+        offer = message.get(body_stream.BODY_STREAM) if message["type"] == "http.request" else None
         if offer is None:
             return await super().read_body(_replayed(message, receive))
-        body_file = offer.take()
-        while message.get("more_body", False):  # daphne's own final (empty) message
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                body_file.close()
-                raise RequestAborted()
-        return body_file
+        return offer.take()
 
 
 def _replayed(first, receive):
@@ -174,6 +168,7 @@ django_asgi_app = SyncChainASGIHandler()
 
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from agent_site import body as body_stream  # noqa: E402
 from agent_site import server  # noqa: E402
 from artifacts_app.mcp.mount import McpMount  # noqa: E402
 from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
@@ -181,7 +176,7 @@ from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
 
 # Daphne serving this site takes bodies with agent_site.server's request: no Twisted form parsing,
-# the body limit at the door, bodies handed on a chunk at a time (issue 11).
+# the body limit at the door, large bodies streamed to the application as they arrive (issue 11).
 server.install()
 
 application = ProtocolTypeRouter(

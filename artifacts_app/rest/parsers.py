@@ -60,9 +60,11 @@ class _ClosingWatch:
     def read(self, *args: Any) -> bytes:
         chunk = self.stream.read(*args)
         if chunk and not self.closed_seen:
-            window = self.tail + chunk
-            self.closed_seen = self.delimiter in window
-            self.tail = window[-len(self.delimiter) :]
+            # The seam between reads, then the chunk itself: no copy of a whole chunk.
+            width = len(self.delimiter)
+            seam = self.tail + chunk[: width - 1]
+            self.closed_seen = self.delimiter in seam or self.delimiter in chunk
+            self.tail = chunk[-width:] if len(chunk) >= width else seam[-width:]
         return chunk
 
     def __getattr__(self, name: str) -> Any:
@@ -91,9 +93,16 @@ class MultiPartParser(parsers.MultiPartParser):
         watched = _ClosingWatch(stream, boundary.encode("latin-1"))
         try:
             result = super().parse(cast(IO[Any], watched), media_type, parser_context)
-        except exceptions.ParseError as exc:
-            detail = str(exc.detail).removeprefix("Multipart form parse error - ")
-            raise malformed_multipart(detail.rstrip(".")) from None
+        except BaseException as exc:
+            # The body streams in as it is parsed: a client gone mid-file, a refusal or a malformed
+            # part leaves a file part half-written, which Django's parser does not clean up.
+            request = (parser_context or {}).get("request")
+            for handler in getattr(request, "upload_handlers", ()):
+                handler.upload_interrupted()
+            if isinstance(exc, exceptions.ParseError):
+                detail = str(exc.detail).removeprefix("Multipart form parse error - ")
+                raise malformed_multipart(detail.rstrip(".")) from None
+            raise
         if not watched.closed_seen:
             raise malformed_multipart("it ends before its closing boundary (was it cut off?)")
         return result
@@ -144,11 +153,12 @@ class LimitedUploadHandler(FileUploadHandler):
     stops at ``ARTIFACTS_MAX_CONTENT_BYTES``: the bytes are written once, and nothing is kept of a
     refused one."""
 
-    chunk_size = 256 * 1024
+    chunk_size = 1024 * 1024  # Django's parser reads the body in these: fewer, larger steps
 
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
         self._writer = BlobWriter()
+        self._writers = [*getattr(self, "_writers", ()), self._writer]
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
         self._writer.write(raw_data)  # past the limit: discards and raises content_too_large
@@ -164,9 +174,9 @@ class LimitedUploadHandler(FileUploadHandler):
         )
 
     def upload_interrupted(self) -> None:
-        writer = getattr(self, "_writer", None)
-        if writer is not None:
-            writer.discard()
+        for writer in getattr(self, "_writers", ()):
+            if writer.stored is None:
+                writer.discard()
 
 
 class ORJSONRenderer(renderers.BaseRenderer):

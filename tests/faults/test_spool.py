@@ -1,6 +1,6 @@
-"""A full disk under a real daphne (issue 14 item 3): the request-body spool (agent_site/server.py)
-and the blob writer both answer 507 with the envelope, no temporary file is kept, and requests that
-need no disk are served."""
+"""A full disk under a real daphne (issue 14 item 3): a body streamed from the socket
+(agent_site/server.py) into the blob writer is answered 507 with the envelope while it arrives, no
+temporary file is kept, and requests that need no disk are served."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_a_full_data_disk_answers_507_through_daphne(small_disk):
             assert small.status_code == 201, small.text
             put = client.put(
                 f"/spool/v1/artifacts/{small.json()['id']}/content",
-                content=b"p" * 200_000,  # past the spool threshold: written to the full disk
+                content=b"p" * 200_000,  # past the streaming threshold: written to the full disk
                 headers={"Content-Type": "text/plain"},
             )
             assert put.status_code == 507, put.text[:300]

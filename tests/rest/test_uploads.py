@@ -112,44 +112,49 @@ def test_daphne_serves_with_the_sites_request():
     assert protocol.requestFactory is ArtifactsRequest
 
 
-def _queue_receive(deque):
-    async def receive():
-        return deque.popleft()
+def _streamed(items=()):
+    """A streamed body's queue deque as daphne's request makes it (the socket calls recorded)."""
+    import asyncio
 
-    return receive
+    from agent_site.body import BodyStream, StreamedBody
+
+    calls = []
+    stream = BodyStream(lambda: calls.append("pause"), lambda: calls.append("resume"))
+    return stream, StreamedBody(items, stream, asyncio.Queue()), calls
 
 
-def test_a_spooled_body_is_handed_to_django_as_the_file_itself(tmp_path):
-    """The server request offers its spool file; the site's handler makes it the request's body,
-    instead of copying it into a second spool (a third of a 64 MiB upload's time)."""
-    import tempfile
-
+def test_a_streamed_body_is_handed_to_django_as_the_stream_itself():
+    """The server request offers the body as a stream; the site's handler makes it the request's
+    body as it is (no spool file: the view reads the bytes as they arrive)."""
     from asgiref.sync import async_to_sync
 
     from agent_site.asgi import django_asgi_app
-    from agent_site.server import _SpooledBody
 
-    spool = tempfile.TemporaryFile(dir=tmp_path)
-    spool.write(b"x" * 300_000)
-    spool.seek(0)
-    final = {"type": "http.request", "body": b"", "more_body": False}
-    queue = _SpooledBody([final], spool)
-    body_file = async_to_sync(django_asgi_app.read_body)(_queue_receive(queue))
-    assert body_file is spool
-    assert body_file.read() == b"x" * 300_000
-    assert not queue  # daphne's final message was taken too: nothing left for the handler
-    body_file.close()
+    stream, queue, _ = _streamed()
+
+    async def receive():
+        return queue.popleft()
+
+    body = async_to_sync(django_asgi_app.read_body)(receive)
+    assert body is stream
+    stream.feed(b"x" * 300_000)
+    assert body.read(100_000) == b"x" * 100_000  # what has arrived, without waiting for the end
+    stream.feed(b"y")
+    stream.end()
+    assert body.read() == b"x" * 200_000 + b"y"
+    assert body.read(10) == b""
+    assert not queue  # no body message left for the handler's disconnect listener
+    body.close()
 
 
-def test_an_application_that_ignores_the_offer_gets_the_body_in_messages(tmp_path):
-    import tempfile
+def test_an_application_that_ignores_the_offer_gets_the_body_in_messages():
+    from agent_site.body import FEED_CHUNK
 
-    from agent_site.server import FEED_CHUNK, _SpooledBody
-
-    spool = tempfile.TemporaryFile(dir=tmp_path)
-    spool.write(b"y" * (FEED_CHUNK + 10))
-    spool.seek(0)
-    queue = _SpooledBody([{"type": "http.request", "body": b"", "more_body": False}], spool)
+    stream, queue, _ = _streamed()
+    assert queue.popleft()["body"] == b""  # the offer, not taken
+    assert not queue  # nothing has arrived yet: a reader would wait
+    stream.feed(b"y" * (FEED_CHUNK + 10))
+    stream.end()
     body = b""
     while True:
         message = queue.popleft()
@@ -157,7 +162,29 @@ def test_an_application_that_ignores_the_offer_gets_the_body_in_messages(tmp_pat
         if not message["more_body"]:
             break
     assert body == b"y" * (FEED_CHUNK + 10)
-    assert spool.closed and not queue
+    assert not queue
+
+
+def test_the_socket_is_not_read_while_the_application_is_behind(monkeypatch):
+    from agent_site.body import HIGH_WATER, LOW_WATER
+
+    stream, _, calls = _streamed()
+    piece = b"z" * 65536
+    for _ in range(HIGH_WATER // len(piece)):
+        stream.feed(piece)
+    assert calls == []
+    stream.feed(piece)
+    assert calls == ["pause"]
+    # Taken down to the low-water mark: read again (on the reactor's thread).
+    from twisted.internet import reactor
+
+    later = []  # no reactor runs in this process: the calls it would run are run here
+    monkeypatch.setattr(reactor, "callFromThread", lambda f, *a: later.append(f), raising=False)
+    while stream._buffered > LOW_WATER:
+        stream.read(len(piece))
+    for call in later:
+        call()
+    assert calls == ["pause", "resume"]
 
 
 def test_64_mib_uploads_keep_the_server_within_32_mib(served):
@@ -254,7 +281,9 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read_and_nothing_is_kept(
     head = (
         b"PUT "
         + path
-        + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + b" HTTP/1.1\r\nHost: "
+        + HOST.encode()
+        + b"\r\nAuthorization: Bearer "
         + key.encode()
         + b"\r\nContent-Type: application/octet-stream\r\nContent-Length: "
         + str(LIMIT + 1).encode()
@@ -269,7 +298,9 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read_and_nothing_is_kept(
     head = (
         b"PUT "
         + path
-        + b" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+        + b" HTTP/1.1\r\nHost: "
+        + HOST.encode()
+        + b"\r\nAuthorization: Bearer "
         + key.encode()
         + b"\r\nContent-Type: application/octet-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
@@ -288,3 +319,142 @@ def test_a_body_past_the_limit_is_refused_before_it_is_read_and_nothing_is_kept(
 
     assert _files(data_dir) == kept  # no blob, no temporary file left behind
     assert client.get(f"/reviewer/v1/artifacts/{record['id']}").json()["content"]["size"] == 5
+
+
+def _incoming(data_dir: Path) -> list[Path]:
+    """The blob writer's temporary files (the bytes of uploads in progress)."""
+    return [p for p in data_dir.rglob("blob-*") if p.is_file()]
+
+
+def _wait_for(predicate, what: str, seconds: float = 60.0):
+    """Poll until ``predicate()`` answers something true (a bound, not a timing assert)."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"never saw {what} within {seconds} s")
+
+
+def _put_head(path: bytes, key: str, length: int) -> bytes:
+    return (
+        b"PUT " + path + b" HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\nAuthorization: Bearer "
+        b"" + key.encode() + b"\r\nContent-Type: application/octet-stream\r\n"
+        b"Content-Length: " + str(length).encode() + b"\r\n\r\n"
+    )
+
+
+def test_the_body_is_stored_as_it_arrives(served):
+    """The application starts at the headers: the blob's file is being written while the client
+    still holds back the rest of the body (daphne alone would wait for all of it)."""
+    server, client, key, data_dir = served
+    record = _tag_multipart(client, b"small").json()
+    first, rest = os.urandom(2 * MIB), os.urandom(3 * MIB)
+    path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
+    with socket.create_connection((HOST, server.port), timeout=60) as sock:
+        sock.sendall(_put_head(path, key, len(first) + len(rest)) + first)
+        written = _wait_for(
+            lambda: [p for p in _incoming(data_dir) if p.stat().st_size > 0],
+            "the blob's file written before the last byte was sent",
+        )
+        assert written[0].stat().st_size <= len(first)
+        sock.sendall(rest)
+        answer = b""
+        while b'"sha256"' not in answer or not answer.endswith(b"}"):
+            data = sock.recv(65536)
+            if not data:
+                break
+            answer += data
+    status, body = _envelope(answer)
+    assert status == 200, body
+    assert body["content"]["sha256"] == hashlib.sha256(first + rest).hexdigest()
+    assert _incoming(data_dir) == []
+
+
+def test_a_client_gone_mid_body_leaves_nothing_behind(served):
+    server, client, key, data_dir = served
+    record = _tag_multipart(client, b"small").json()
+    kept = _files(data_dir)
+    path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
+    with socket.create_connection((HOST, server.port), timeout=60) as sock:
+        sock.sendall(_put_head(path, key, 8 * MIB) + os.urandom(2 * MIB))
+        _wait_for(lambda: _incoming(data_dir), "the upload under way")
+    # Gone: the view's read fails, the half-written blob is removed, the record is as it was.
+    _wait_for(lambda: not _incoming(data_dir), "the half-written blob removed")
+    assert _files(data_dir) == kept
+    assert client.get(f"/reviewer/v1/artifacts/{record['id']}").json()["content"]["size"] == 5
+
+    # The same for a multipart tag cut off inside its file part.
+    boundary = b"cutcutcut"
+    part = (
+        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="record"\r\n\r\n'
+        b'{"kind": "report", "key": "cut", "data": {}}\r\n'
+        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="contents"; '
+        b'filename="c.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'
+    )
+    head = (
+        b"POST /reviewer/v1/artifacts HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"
+        b"Authorization: Bearer " + key.encode() + b"\r\n"
+        b"Content-Type: multipart/form-data; boundary=" + boundary + b"\r\n"
+        b"Content-Length: " + str(8 * MIB).encode() + b"\r\n\r\n"
+    )
+    with socket.create_connection((HOST, server.port), timeout=60) as sock:
+        sock.sendall(head + part + os.urandom(2 * MIB))
+        _wait_for(lambda: _incoming(data_dir), "the multipart upload under way")
+    _wait_for(lambda: not _incoming(data_dir), "the half-written file part removed")
+    assert _files(data_dir) == kept
+    assert client.get("/reviewer/v1/artifacts", params={"key": "cut"}).json()["results"] == []
+
+
+def _read_response(sock: socket.socket) -> bytes:
+    answer = b""
+    while True:
+        head, found, rest = answer.partition(b"\r\n\r\n")
+        if found:
+            length = [
+                int(line.split(b":", 1)[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            ]
+            if length and len(rest) >= length[0]:
+                return answer
+        data = sock.recv(65536)
+        if not data:
+            return answer
+        answer += data
+
+
+def test_an_answer_before_the_body_is_in_keeps_the_connection(served):
+    """Refused at the headers (an unknown key), a large body is answered at once, before the
+    client sent the rest; the rest is read and dropped, and the same connection serves the next
+    request."""
+    server, client, _, data_dir = served
+    record = _tag_multipart(client, b"small").json()
+    path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
+    body = os.urandom(6 * MIB)
+    with socket.create_connection((HOST, server.port), timeout=60) as sock:
+        sock.sendall(_put_head(path, "nope", len(body)) + body[:MIB])
+        status, refused = _envelope(_read_response(sock))
+        assert (status, refused["error"]["code"]) == (401, "invalid_token"), refused
+        sock.sendall(body[MIB:])
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n\r\n")
+        status, health = _envelope(_read_response(sock))
+        assert status == 200, health
+    assert _incoming(data_dir) == []
+
+
+def test_a_large_json_body_is_read_whole_from_the_stream(served):
+    """A JSON tag past the streaming threshold, larger than one flow-control window: the parser's
+    one ``read`` gets all of it."""
+    _, client, _, _ = served
+    text = "j" * (3 * MIB)
+    tagged = client.post(
+        "/reviewer/v1/artifacts",
+        json={"kind": "report", "key": "json", "data": {}, "contents": text},
+    )
+    assert tagged.status_code in (200, 201), tagged.text[:300]
+    content = client.get(f"/reviewer/v1/artifacts/{tagged.json()['id']}/content")
+    assert content.text == text

@@ -1,0 +1,210 @@
+"""A request body streamed from daphne's reactor to the application as it arrives, with flow
+control (``agent_site.server``'s request feeds it; see that module for the whole road)."""
+
+from __future__ import annotations
+
+import collections
+import threading
+from collections.abc import Callable
+from typing import Any, cast
+
+FEED_CHUNK = 1024 * 1024  # the largest http.request message made from a stream
+# Flow control: the socket is not read while this many bytes wait for the application...
+HIGH_WATER = 4 * 1024 * 1024
+# ... and is read again once it has taken them below this.
+LOW_WATER = 1024 * 1024
+# The message key under which a streamed body is offered to the application as a file-like
+# ``BodyStream`` (``agent_site.asgi``'s handler takes it).
+BODY_STREAM = "agent_site.body_stream"
+
+
+def _body_incomplete() -> Exception:
+    from artifacts_app.errors import ArtifactError
+
+    return ArtifactError(
+        "body_incomplete",
+        "The request body ended before it was whole: the connection closed, or the server "
+        "refused the body. Send the whole body again.",
+    )
+
+
+class BodyStream:
+    """A request body as it arrives: fed on the reactor's thread, read as a binary file (``read``)
+    on the request's thread, or in messages (``read_nowait``) on the event loop.
+
+    ``pause``/``resume`` stop and restart reading the socket; they are called on the reactor's
+    thread. ``read`` blocks until it has ``size`` bytes or the end (waiting for at most half the
+    high-water mark at a time, so never on bytes the flow control holds back); a body that will
+    not be whole raises ``body_incomplete``. ``close`` (the reader is done) drops what comes after.
+    """
+
+    def __init__(self, pause: Callable[[], None], resume: Callable[[], None]) -> None:
+        self._cond = threading.Condition()
+        self._chunks: collections.deque[bytes] = collections.deque()
+        self._buffered = 0
+        self._wanted = 1
+        self._ended = False
+        self._failed = False
+        self._closed = False
+        self._paused = False
+        self._pause = pause
+        self._resume = resume
+        self.on_data: Callable[[], None] | None = None  # the event loop's reader's wake-up
+
+    # The reactor's side.
+    def feed(self, data: bytes) -> None:
+        with self._cond:
+            if self._closed or self._failed:
+                return
+            self._chunks.append(data)
+            self._buffered += len(data)
+            if self._buffered >= self._wanted:
+                self._cond.notify()
+            # Paused again whenever over: Twisted's channel may resume the socket on its own
+            # (its send buffer drained).
+            pause = self._buffered > HIGH_WATER
+            self._paused = self._paused or pause
+        if pause:
+            self._pause()
+        if self.on_data is not None:
+            self.on_data()
+
+    def end(self) -> None:
+        self._settle(failed=False)
+
+    def fail(self) -> None:
+        """The body will not be whole (the client went away, the door refused it)."""
+        self._settle(failed=True)
+
+    def _settle(self, *, failed: bool) -> None:
+        with self._cond:
+            if self._ended or self._failed:
+                return
+            self._failed = failed
+            self._ended = not failed
+            if failed:
+                self._chunks.clear()
+                self._buffered = 0
+            self._cond.notify_all()
+        if self.on_data is not None:
+            self.on_data()
+
+    # The reader's side.
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes (all, if negative), fewer only at the end, as a buffered file
+        answers (parsers read a body whole with one ``read``)."""
+        if size is None or size < 0:
+            return b"".join(iter(lambda: self.read(FEED_CHUNK), b""))
+        parts = []
+        taken = 0
+        while taken < size:
+            with self._cond:
+                # Never wait for more than the flow control lets in.
+                self._wanted = max(1, min(size - taken, HIGH_WATER // 2))
+                while self._buffered < self._wanted and not self._ended and not self._failed:
+                    self._cond.wait()
+                data = self._take(size - taken)
+            if not data:
+                break
+            parts.append(data)
+            taken += len(data)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def ready(self) -> bool:
+        """Whether ``read_nowait`` has something to answer (bytes, or the end)."""
+        return bool(self._chunks) or self._ended
+
+    def read_nowait(self, size: int) -> tuple[bytes, bool]:
+        """What has arrived, up to ``size`` bytes, and whether more is to come."""
+        with self._cond:
+            data = self._take(size)
+            return data, not (self._ended and not self._chunks)
+
+    def _take(self, size: int) -> bytes:
+        # Under the lock.
+        if self._failed:
+            raise _body_incomplete()
+        parts = []
+        taken = 0
+        while self._chunks and taken < size:
+            chunk = self._chunks.popleft()
+            if taken + len(chunk) > size:
+                cut = size - taken
+                self._chunks.appendleft(chunk[cut:])
+                chunk = chunk[:cut]
+            parts.append(chunk)
+            taken += len(chunk)
+        self._buffered -= taken
+        if self._paused and self._buffered <= LOW_WATER:
+            self._paused = False
+            from twisted.internet import reactor
+
+            cast(Any, reactor).callFromThread(self._resume)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def close(self) -> None:
+        """The reader is done: what is buffered or still comes is dropped, the socket read."""
+        with self._cond:
+            self._closed = True
+            self._chunks.clear()
+            self._buffered = 0
+            resume, self._paused = self._paused, False
+        if resume:
+            from twisted.internet import reactor
+
+            cast(Any, reactor).callFromThread(self._resume)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def readable(self) -> bool:
+        return True
+
+
+class StreamedBody(collections.deque):
+    """The deque of daphne's application queue for a streamed body.
+
+    ``asyncio.Queue.get`` takes items with ``self._queue.popleft()`` once ``self._queue`` is
+    non-empty; standing in for that deque, this one first offers the stream (an empty
+    ``http.request`` whose ``BODY_STREAM`` key is this deque: ``take()`` hands the stream over).
+    If the application calls ``receive`` again instead, it gets the body as it arrives, up to 1 MiB
+    per message, then whatever daphne queued itself (a disconnect). A reader waiting on an empty
+    queue is woken when bytes arrive (``asyncio.Queue``'s own wake-up).
+    """
+
+    def __init__(self, items: Any, stream: BodyStream, queue: Any) -> None:
+        super().__init__(items)
+        self._stream = stream
+        self._offered = False
+        self._taken = False
+        self._done = False
+        stream.on_data = lambda: queue._wakeup_next(queue._getters)
+
+    def _more(self) -> bool:
+        if not self._offered:
+            return True
+        return not self._taken and not self._done and self._stream.ready()
+
+    def __len__(self) -> int:
+        return super().__len__() + (1 if self._more() else 0)
+
+    def __bool__(self) -> bool:
+        return self._more() or super().__len__() > 0
+
+    def popleft(self) -> Any:
+        if not self._offered:
+            self._offered = True
+            return {"type": "http.request", "body": b"", "more_body": True, BODY_STREAM: self}
+        if self._more():
+            chunk, more = self._stream.read_nowait(FEED_CHUNK)
+            self._done = not more
+            return {"type": "http.request", "body": chunk, "more_body": more}
+        return super().popleft()
+
+    def take(self) -> BodyStream:
+        """The body as a file, now the caller's to read and close; the messages that follow are
+        daphne's own (a disconnect)."""
+        self._taken = True
+        self._stream.on_data = None
+        return self._stream
