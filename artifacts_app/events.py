@@ -49,6 +49,10 @@ class EventBatch:
     agent_id: int
     last_seq: int
     rows: list[EventRow] = field(default_factory=list)
+    # A moment the caller has already prepared for the database (``(at, its column value)``): a
+    # tag's events share the tag's moment, and preparing a datetime costs as much as a statement's
+    # Python.
+    prepared_at: tuple[datetime, Any] | None = None
 
     def add(
         self,
@@ -89,9 +93,9 @@ class EventBatch:
             return
         if cursor is None:
             with connection.cursor() as cursor:
-                _insert(cursor, self.agent_id, self.rows)
+                _insert(cursor, self.agent_id, self.rows, self.prepared_at)
         else:
-            _insert(cursor, self.agent_id, self.rows)
+            _insert(cursor, self.agent_id, self.rows, self.prepared_at)
         payloads = self.payloads
         agent_id = self.agent_id
         transaction.on_commit(lambda: publish(agent_id, payloads), robust=True)
@@ -141,13 +145,15 @@ def _insert_sql(db: Any, n: int) -> str:
     return sql
 
 
-def _insert(cursor: Any, agent_id: int, rows: list[EventRow]) -> None:
+def _insert(
+    cursor: Any, agent_id: int, rows: list[EventRow], prepared_at: tuple[datetime, Any] | None
+) -> None:
     # One multi-row INSERT: through bulk_create the ORM's Python cost as much as the statement
     # (bench/tag.py). Values are prepared by the model fields, so it stores what the ORM would.
     db = cursor.db
     payload_field = Event._meta.get_field("payload")
     params: list[Any] = []
-    at, at_db = None, None
+    at, at_db = prepared_at or (None, None)
     for row in rows:
         if row.at is not at:  # the rows of one batch mostly share their moment
             at, at_db = row.at, db.ops.adapt_datetimefield_value(row.at)

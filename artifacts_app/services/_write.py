@@ -74,7 +74,7 @@ def tag_locked(tag: Tag, content: ContentInfo | None, *, carry_content: bool = T
             count += 1
         _versions_write(cursor, artifact_id, previous, number, tag.keep_versions, values)
         record = _record(tag, artifact_id, content, previous, number, now)
-        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
+        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq, prepared_at=(now, values.at))
         _tag_events(batch, record, previous, session_pk, now)
         if count > tag.max:
             count -= evict(
