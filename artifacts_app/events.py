@@ -49,6 +49,10 @@ class EventBatch:
     agent_id: int
     last_seq: int
     rows: list[EventRow] = field(default_factory=list)
+    # A moment the caller has already prepared for the database (``(at, its column value)``): a
+    # tag's events share the tag's moment, and preparing a datetime costs as much as a statement's
+    # Python.
+    prepared_at: tuple[datetime, Any] | None = None
 
     def add(
         self,
@@ -82,11 +86,16 @@ class EventBatch:
     def payloads(self) -> list[dict[str, Any]]:
         return [row.payload for row in self.rows]
 
-    def store(self) -> None:
-        """Insert the rows (inside the caller's transaction) and publish them once it commits."""
+    def store(self, cursor: Any = None) -> None:
+        """Insert the rows (inside the caller's transaction, on its ``cursor`` when it has one
+        open) and publish them once it commits."""
         if not self.rows:
             return
-        _insert(self.agent_id, self.rows)
+        if cursor is None:
+            with connection.cursor() as cursor:
+                _insert(cursor, self.agent_id, self.rows, self.prepared_at)
+        else:
+            _insert(cursor, self.agent_id, self.rows, self.prepared_at)
         payloads = self.payloads
         agent_id = self.agent_id
         transaction.on_commit(lambda: publish(agent_id, payloads), robust=True)
@@ -110,18 +119,44 @@ def publish(agent_id: int, payloads: list[dict[str, Any]]) -> None:
         )
 
 
-_COLUMNS = ("agent_id", "seq", "type", "session_sid", "artifact_id", "turn_id", "payload")
+_COLUMNS = (
+    "agent_id",
+    "seq",
+    "type",
+    "session_sid",
+    "artifact_id",
+    "turn_id",
+    "payload",
+    "created_at",
+)
+# The INSERT's text by (vendor, number of rows): built once each (a tag stores one or two rows).
+_INSERTS: dict[tuple[str, int], str] = {}
 
 
-def _insert(agent_id: int, rows: list[EventRow]) -> None:
+def _insert_sql(db: Any, n: int) -> str:
+    sql = _INSERTS.get((db.vendor, n))
+    if sql is None:
+        q = db.ops.quote_name
+        columns = ", ".join(q(name) for name in _COLUMNS)
+        row_sql = "(" + ", ".join(["%s"] * len(_COLUMNS)) + ")"
+        sql = f"INSERT INTO {q(Event._meta.db_table)} ({columns}) VALUES {', '.join([row_sql] * n)}"
+        if n <= 8:  # bounded: larger batches (a prune) are rare
+            _INSERTS[(db.vendor, n)] = sql
+    return sql
+
+
+def _insert(
+    cursor: Any, agent_id: int, rows: list[EventRow], prepared_at: tuple[datetime, Any] | None
+) -> None:
     # One multi-row INSERT: through bulk_create the ORM's Python cost as much as the statement
     # (bench/tag.py). Values are prepared by the model fields, so it stores what the ORM would.
-    q = connection.ops.quote_name
+    db = cursor.db
     payload_field = Event._meta.get_field("payload")
-    columns = ", ".join(q(name) for name in (*_COLUMNS, "created_at"))
-    row_sql = "(" + ", ".join(["%s"] * (len(_COLUMNS) + 1)) + ")"
     params: list[Any] = []
+    at, at_db = prepared_at or (None, None)
     for row in rows:
+        if row.at is not at:  # the rows of one batch mostly share their moment
+            at, at_db = row.at, db.ops.adapt_datetimefield_value(row.at)
         params.extend(
             (
                 agent_id,
@@ -130,13 +165,8 @@ def _insert(agent_id: int, rows: list[EventRow]) -> None:
                 row.session_sid,
                 row.artifact_id,
                 row.turn_id,
-                payload_field.get_db_prep_save(row.payload, connection),
-                connection.ops.adapt_datetimefield_value(row.at),
+                payload_field.get_db_prep_save(row.payload, db),
+                at_db,
             )
         )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {q(Event._meta.db_table)} ({columns}) "
-            f"VALUES {', '.join([row_sql] * len(rows))}",
-            params,
-        )
+    cursor.execute(_insert_sql(db, len(rows)), params)

@@ -52,9 +52,9 @@ def agent_last_seq(agent_id: int) -> int:
     return Agent.objects.filter(pk=agent_id).values_list("last_seq", flat=True).first() or 0
 
 
-def session_pk(agent_id: int, sid: str) -> int | None:
-    """The row id of the agent's session ``sid``, or None."""
-    return _sql.session_pk(agent_id, sid)
+def session_pk(agent_id: int, sid: str, *, cursor: Any = None) -> int | None:
+    """The row id of the agent's session ``sid``, or None (on ``cursor``: a tag's, under its lock)."""
+    return _sql.session_pk(agent_id, sid, cursor=cursor)
 
 
 class SessionOwner(NamedTuple):

@@ -13,12 +13,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from artifacts_app import selectors
 from artifacts_app.errors import ConflictError, NotFoundError
 from artifacts_app.events import DELETED, TAGGED, EventBatch
-from artifacts_app.models import Agent, Artifact
+from artifacts_app.models import Agent
 from artifacts_app.names import keyed_id, new_id
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
 from artifacts_app.services import _sql
@@ -53,46 +54,51 @@ def tag_locked(tag: Tag, content: ContentInfo | None, *, carry_content: bool = T
     ``carry_content`` False (restore): no content but ``content`` itself, whatever the record had.
     """
     agent = tag.agent
-    count, last_seq = lock_agent(agent)
-    session_pk = _session_pk(agent, tag.session_id)
-    now = timezone.now()
-    artifact_id, previous = _previous(agent, tag)
-    if content is None and carry_content:
-        content = _carried_content(previous, session_pk)
-    # The agent's lock serialises every tag of this record: numbers are gapless, and the
-    # (artifact, number) constraint would refuse a duplicate rather than store it.
-    number = previous.version + 1 if previous is not None else 1
-    fields = _fields(tag, session_pk, content, number, now)
-    if previous is not None:
-        Artifact.objects.filter(pk=artifact_id).update(**fields)
-    else:
-        Artifact.objects.create(id=artifact_id, agent_id=agent.pk, created_at=now, **fields)
-        count += 1
-    _versions_write(artifact_id, previous, number, tag.keep_versions, fields, now)
-    record = _record(tag, artifact_id, content, previous, number, now)
-    batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
-    _tag_events(batch, record, previous, session_pk, now)
-    if count > tag.max:
-        count -= evict(agent, keep_id=artifact_id, count=count - tag.max, batch=batch, at=now)
-        if count > tag.max and previous is None:
-            # Every other record is pinned: refuse, and the transaction takes it all back.
-            raise cap_reached(agent, tag.max)
-    batch.store()
-    _sql.agent_counters_save(agent.pk, _sql.Counters(count, batch.last_seq))
+    # One cursor for every statement of the tag (``_sql``: opening one per statement, through the
+    # connection proxy, cost more than some of the statements).
+    with connection.cursor() as cursor:
+        count, last_seq = lock_agent(agent, cursor)
+        session_pk = _session_pk(cursor, agent, tag.session_id)
+        now = timezone.now()
+        artifact_id, previous = _previous(cursor, agent, tag)
+        if content is None and carry_content:
+            content = _carried_content(previous, session_pk)
+        # The agent's lock serialises every tag of this record: numbers are gapless, and the
+        # (artifact, number) constraint would refuse a duplicate rather than store it.
+        number = previous.version + 1 if previous is not None else 1
+        values = _sql.prepared(cursor, _fields(tag, session_pk, content, number), now)
+        if previous is not None:
+            _sql.artifact_update(cursor, artifact_id, values)
+        else:
+            _sql.artifact_insert(cursor, artifact_id, agent.pk, values)
+            count += 1
+        _versions_write(cursor, artifact_id, previous, number, tag.keep_versions, values)
+        record = _record(tag, artifact_id, content, previous, number, now)
+        batch = EventBatch(agent_id=agent.pk, last_seq=last_seq, prepared_at=(now, values.at))
+        _tag_events(batch, record, previous, session_pk, now)
+        if count > tag.max:
+            count -= evict(
+                cursor, agent, keep_id=artifact_id, count=count - tag.max, batch=batch, at=now
+            )
+            if count > tag.max and previous is None:
+                # Every other record is pinned: refuse, and the transaction takes it all back.
+                raise cap_reached(agent, tag.max)
+        batch.store(cursor)
+        _sql.agent_counters_save(cursor, agent.pk, _sql.Counters(count, batch.last_seq))
     return TagResult(record=record, created=previous is None)
 
 
-def _session_pk(agent: Agent, session_id: str | None) -> int | None:
+def _session_pk(cursor: _sql.Cursor, agent: Agent, session_id: str | None) -> int | None:
     """The session's pk, read under the lock (it may have gone since the rules passed)."""
     if session_id is None:
         return None
-    session_pk = selectors.session_pk(agent.pk, session_id)
+    session_pk = selectors.session_pk(agent.pk, session_id, cursor=cursor)
     if session_pk is None:
         raise unknown_session(agent, session_id)
     return session_pk
 
 
-def _previous(agent: Agent, tag: Tag) -> tuple[str, _sql.Previous | None]:
+def _previous(cursor: _sql.Cursor, agent: Agent, tag: Tag) -> tuple[str, _sql.Previous | None]:
     """The record's id and its row as it was: a keyed tag or a re-tag reads it, a new unkeyed
     record has none (a re-tag of a record gone by then: 404)."""
     retag = tag.artifact_id is not None
@@ -100,7 +106,7 @@ def _previous(agent: Agent, tag: Tag) -> tuple[str, _sql.Previous | None]:
         artifact_id = keyed_id(agent.slug, tag.key)
     else:
         artifact_id = tag.artifact_id or new_id()
-    previous = _sql.artifact_previous(artifact_id) if tag.key is not None or retag else None
+    previous = _sql.artifact_previous(cursor, artifact_id) if tag.key is not None or retag else None
     if retag and previous is None:
         raise unknown_artifact(agent, artifact_id)
     return artifact_id, previous
@@ -120,7 +126,7 @@ def _carried_content(previous: _sql.Previous | None, session_pk: int | None) -> 
 
 
 def _fields(
-    tag: Tag, session_pk: int | None, content: ContentInfo | None, number: int, now: datetime
+    tag: Tag, session_pk: int | None, content: ContentInfo | None, number: int
 ) -> dict[str, Any]:
     """The record's columns, written to its row and to its new version alike."""
     return {
@@ -134,17 +140,16 @@ def _fields(
         "blob_id": content.sha256 if content else None,
         "content_type": content.content_type if content else None,
         "version": number,
-        "updated_at": now,
     }
 
 
 def _versions_write(
+    cursor: _sql.Cursor,
     artifact_id: str,
     previous: _sql.Previous | None,
     number: int,
     keep_versions: int,
-    fields: dict[str, Any],
-    now: datetime,
+    values: _sql.Prepared,
 ) -> None:
     """History: versions are contiguous (the oldest go first), so the previous row's oldest kept
     number says what this tag must drop; one or two seeks on (artifact, number) either way,
@@ -153,11 +158,11 @@ def _versions_write(
     drop_to = number - keep_versions  # versions numbered up to this one go
     if oldest is not None and oldest == drop_to:
         # The steady state of a full history: the oldest version becomes the newest.
-        _sql.version_recycle(artifact_id, oldest, number, fields, now)
+        _sql.version_recycle(cursor, artifact_id, oldest, number, values)
     else:
-        _sql.version_insert(artifact_id, number, fields, now)
+        _sql.version_insert(cursor, artifact_id, number, values)
         if oldest is not None and oldest <= drop_to:
-            _sql.versions_trim(artifact_id, up_to=drop_to)  # keep_versions was lowered
+            _sql.versions_trim(cursor, artifact_id, up_to=drop_to)  # keep_versions was lowered
 
 
 def _record(
@@ -220,10 +225,12 @@ def _tag_events(
     )
 
 
-def evict(agent: Agent, *, keep_id: str, count: int, batch: EventBatch, at: datetime) -> int:
+def evict(
+    cursor: _sql.Cursor, agent: Agent, *, keep_id: str, count: int, batch: EventBatch, at: datetime
+) -> int:
     """Eviction: the oldest-updated unpinned records past ``max`` go (ties by id), never the one
     just tagged, each with an ``artifact.deleted`` event of reason ``evicted``."""
-    evicted = _sql.evict_oldest(agent.pk, keep_id=keep_id, count=count)
+    evicted = _sql.evict_oldest(cursor, agent.pk, keep_id=keep_id, count=count)
     return deleted_events(evicted, batch=batch, reason="evicted", at=at)
 
 
@@ -244,10 +251,10 @@ def deleted_events(
     return len(rows)
 
 
-def lock_agent(agent: Agent) -> _sql.Counters:
+def lock_agent(agent: Agent, cursor: _sql.Cursor) -> _sql.Counters:
     """Lock the agent row, answering its counters: every write of one agent serialises here,
     which is what makes eviction exact and seq order commit order (DESIGN.md §1)."""
-    counters = _sql.agent_lock(agent.pk)
+    counters = _sql.agent_lock(cursor, agent.pk)
     if counters is None:
         raise NotFoundError("unknown_agent", f"There is no agent {agent.slug!r}.")
     return counters

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -139,14 +139,16 @@ def artifacts_evict(*, agent: Agent, max: int) -> int:
     """Bring ``agent`` down to ``max`` records now (its ``max`` was lowered): the oldest-updated
     unpinned ones go, each with ``artifact.deleted`` (reason ``evicted``); answers how many went.
     Pinned records stay, even past ``max``."""
-    with transaction.atomic():
-        count, last_seq = lock_agent(agent)
+    with transaction.atomic(), connection.cursor() as cursor:
+        count, last_seq = lock_agent(agent, cursor)
         if count <= max:
             return 0
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
-        evicted = evict(agent, keep_id="", count=count - max, batch=batch, at=timezone.now())
-        batch.store()
-        _sql.agent_counters_save(agent.pk, _sql.Counters(count - evicted, batch.last_seq))
+        evicted = evict(
+            cursor, agent, keep_id="", count=count - max, batch=batch, at=timezone.now()
+        )
+        batch.store(cursor)
+        _sql.agent_counters_save(cursor, agent.pk, _sql.Counters(count - evicted, batch.last_seq))
     return evicted
 
 
@@ -203,10 +205,11 @@ def artifacts_delete(
         raise ValueError(f"artifacts_delete reason is 'deleted' or 'pruned', not {reason!r}")
     if not ids:
         return 0
-    with transaction.atomic():
-        count, last_seq = lock_agent(agent)
+    with transaction.atomic(), connection.cursor() as cursor:
+        count, last_seq = lock_agent(agent, cursor)
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
         deleted = _sql.artifacts_delete_ids(
+            cursor,
             agent.pk,
             list(dict.fromkeys(ids)),
             updated_at_most=updated_at_most,
@@ -217,9 +220,9 @@ def artifacts_delete(
             deleted = [row for row in deleted if row.session_sid is not None]
         deleted_events(deleted, batch=batch, reason=reason, at=timezone.now())
         if removed:
-            batch.store()
+            batch.store(cursor)
             _sql.agent_counters_save(
-                agent.pk, _sql.Counters(max(count - removed, 0), batch.last_seq)
+                cursor, agent.pk, _sql.Counters(max(count - removed, 0), batch.last_seq)
             )
     return removed
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from artifacts_app import selectors
@@ -47,7 +47,8 @@ def artifact_restore(
     with transaction.atomic():
         # Read the record and the version under the lock the tag takes (again, in this same
         # transaction), so that a concurrent re-tag cannot move the record in between.
-        lock_agent(agent)
+        with connection.cursor() as cursor:
+            lock_agent(agent, cursor)
         current, old = _restore_rows(agent, artifact_id, number)
         kind_name, parsed = tag_validate(
             spec=spec,
@@ -117,9 +118,9 @@ def artifact_pin(*, agent: Agent | str, artifact_id: str, pinned: bool = True) -
     the pin changes (pinning a pinned record changes nothing and emits nothing); ``updatedAt``
     does not move, so the record keeps its place in lists and in eviction order."""
     agent = selectors.agent_get(agent)
-    with transaction.atomic():
-        count, last_seq = lock_agent(agent)
-        change = _sql.artifact_pin(agent.pk, artifact_id, bool(pinned))
+    with transaction.atomic(), connection.cursor() as cursor:
+        count, last_seq = lock_agent(agent, cursor)
+        change = _sql.artifact_pin(cursor, agent.pk, artifact_id, bool(pinned))
         if change is None:
             raise unknown_artifact(agent, artifact_id)
         if change.changed:
@@ -137,6 +138,6 @@ def artifact_pin(*, agent: Agent | str, artifact_id: str, pinned: bool = True) -
                     "pinned": bool(pinned),
                 },
             )
-            batch.store()
-            _sql.agent_counters_save(agent.pk, _sql.Counters(count, batch.last_seq))
+            batch.store(cursor)
+            _sql.agent_counters_save(cursor, agent.pk, _sql.Counters(count, batch.last_seq))
         return selectors.artifact_get(agent=agent, artifact_id=artifact_id)

@@ -272,6 +272,68 @@ def test_agent_by_slug_loads_the_row_as_the_orm_does(reviewer, freeform):
         assert fast.created_at.tzinfo is not None and fast._state.adding is False
 
 
+def _raw_row(artifact_id: str) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT * FROM {Artifact._meta.db_table} WHERE id = %s", [artifact_id])
+        names = [column[0] for column in cursor.description]
+        return dict(zip(names, cursor.fetchone(), strict=True))
+
+
+@pytest.mark.parametrize("retag", [False, True])
+def test_the_tag_writes_the_row_the_orm_would(freeform, alice, retag):
+    # The record's row is one SQL statement (services/_sql.py): column for column, as stored, it
+    # is what Artifact.objects.create / .update would have written with the same values.
+    services.session_create(agent=freeform, sid="s_row", owner=alice)
+    data = {"é": [1, 2.5, None, True, "\u2603"], "nested": {"a": {"b": []}}}
+    if retag:
+        services.artifact_tag(agent=freeform, kind="old", key="k", data={"v": 0})
+    tagged = services.artifact_tag(
+        agent=freeform,
+        kind="note",
+        key="k",
+        title="Title",
+        data=data,
+        session_id="s_row",
+        turn_id="t-1",
+        contents=b"abc",
+        content_type="text/plain",
+    ).record
+    ours = _raw_row(tagged.id)
+    values = {
+        field: ours[field]
+        for field in ("session_id", "blob_id", "content_type", "version", "source")
+    }
+    orm_id = "art_orm"
+    if retag:
+        Artifact.objects.create(id=orm_id, agent=freeform, kind="old", key="k2", data={"v": 0})
+        Artifact.objects.filter(pk=orm_id).update(
+            kind="note",
+            key="k2",
+            title="Title",
+            data=data,
+            turn_id="t-1",
+            updated_at=tagged.updated_at,
+            **values,
+        )
+        Artifact.objects.filter(pk=orm_id).update(created_at=tagged.created_at)
+    else:
+        Artifact.objects.create(
+            id=orm_id,
+            agent=freeform,
+            kind="note",
+            key="k2",
+            title="Title",
+            data=data,
+            turn_id="t-1",
+            created_at=tagged.created_at,
+            updated_at=tagged.updated_at,
+            **values,
+        )
+    theirs = _raw_row(orm_id)
+    assert {name for name in ours if ours[name] != theirs[name]} == {"id", "key"}
+    assert ours["version"] == (2 if retag else 1) and not ours["pinned"]
+
+
 def test_eviction_removes_exactly_the_oldest_updated_at_max(strict):
     ids = [
         services.artifact_tag(agent=strict, kind="note", key=f"k{i}", data=i).record.id
