@@ -172,6 +172,9 @@ def test_date_drill_down_offers_only_dates_with_records(live, sup):
     assert texts == [t for t in texts if t.strip()]  # no blank link
     year = texts[-1].strip()
     links.last.click()
+    # The click navigates: read the month links once the year's page is the one shown.
+    expect(page).to_have_url(re.compile(r"updated_at__year=\d{4}"))
+    expect(page.locator("nav.toplinks a").first).to_be_visible()
     months = page.locator("nav.toplinks a").all_inner_texts()
     # Only this month holds records: the drill-down offers it, and the way back.
     assert any(m.strip() for m in months)
