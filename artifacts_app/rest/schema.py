@@ -62,6 +62,8 @@ CODES: dict[str, int] = {
     "unknown_field": 400,
     "unsupported_media_type": 415,
     "body_too_large": 413,
+    # a streamed body (agent_site.body) that ended before its length: the client went away
+    "body_incomplete": 400,
     # the tag's fields (services.rules, media, the view's contents)
     "data_required": 400,
     "invalid_data": 400,
@@ -133,6 +135,7 @@ JSON_BODY = (
     "unknown_field",
     "unsupported_media_type",
     "body_too_large",
+    "body_incomplete",
 )
 PAGE = ("invalid_query", "invalid_limit", "invalid_cursor")
 # What a tag's fields can be refused for (services.rules and the tag's write), any entry point.

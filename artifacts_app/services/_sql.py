@@ -53,22 +53,9 @@ class Deleted(NamedTuple):
     turn_id: str | None
 
 
-# The columns a tag writes to the record and, but for its id and key, to its new version.
-_RECORD_COLUMNS = (
-    "kind",
-    "key",
-    "title",
-    "data",
-    "session_id",
-    "turn_id",
-    "source",
-    "blob_id",
-    "content_type",
-    "version",
-    "updated_at",
-)
-_VERSION_COLUMNS = (
-    "number",
+# The columns a tag writes: what a version keeps of its record (``_content_values``, in this
+# order), with the record's key and the version's number around them.
+_CONTENT_COLUMNS = (
     "kind",
     "title",
     "data",
@@ -77,8 +64,9 @@ _VERSION_COLUMNS = (
     "source",
     "blob_id",
     "content_type",
-    "created_at",
 )
+_RECORD_COLUMNS = ("key", *_CONTENT_COLUMNS, "version", "updated_at")
+_VERSION_COLUMNS = ("number", *_CONTENT_COLUMNS, "created_at")
 
 
 class Statements(NamedTuple):
@@ -213,11 +201,10 @@ def artifact_previous(cursor: Cursor, artifact_id: str) -> Previous | None:
     return previous._replace(created_at=aware(previous.created_at), pinned=bool(previous.pinned))
 
 
-def _record_values(values: Prepared) -> list[Any]:
+def _content_values(values: Prepared) -> list[Any]:
     fields = values.fields
     return [
         fields["kind"],
-        fields["key"],
         fields["title"],
         values.data,
         fields["session_id"],
@@ -225,9 +212,12 @@ def _record_values(values: Prepared) -> list[Any]:
         fields["source"],
         fields["blob_id"],
         fields["content_type"],
-        fields["version"],
-        values.at,
     ]
+
+
+def _record_values(values: Prepared) -> list[Any]:
+    fields = values.fields
+    return [fields["key"], *_content_values(values), fields["version"], values.at]
 
 
 def artifact_insert(cursor: Cursor, artifact_id: str, agent_id: int, values: Prepared) -> None:
@@ -244,18 +234,7 @@ def artifact_update(cursor: Cursor, artifact_id: str, values: Prepared) -> None:
 
 
 def _version_values(values: Prepared) -> list[Any]:
-    fields = values.fields
-    return [
-        fields["kind"],
-        fields["title"],
-        values.data,
-        fields["session_id"],
-        fields["turn_id"],
-        fields["source"],
-        fields["blob_id"],
-        fields["content_type"],
-        values.at,
-    ]
+    return [*_content_values(values), values.at]
 
 
 def version_insert(cursor: Cursor, artifact_id: str, number: int, values: Prepared) -> None:

@@ -206,15 +206,10 @@ def _tag_events(
     ):
         # API.md "Events": a record moving out of a session first leaves it, so that a viewer of
         # the old session sees it go and never sees its new data.
-        batch.add(
-            DELETED,
-            at=now,
-            session_sid=previous.session_sid,
-            artifact_id=record.id,
-            turn_id=record.turn_id,
-            record={"id": record.id, "key": record.key, "kind": previous.kind},
-            reason="moved",
+        left = _sql.Deleted(
+            record.id, record.key, previous.kind, previous.session_sid, record.turn_id
         )
+        deleted_events([left], batch=batch, reason="moved", at=now)
     batch.add(
         TAGGED,
         at=now,

@@ -79,6 +79,7 @@ class ContentView(AgentView):
                 "content_type_required",
                 "invalid_content_type",
                 "content_too_large",
+                "body_incomplete",
                 "unknown_artifact",
             ),
         },
