@@ -282,6 +282,18 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(all, steal) CPU ticks since boot (/proc/stat). On a VM, a share of steal is time the host
+    gave to other guests: the load average does not show it, and it slows every side of a run."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(fields[:8]), fields[7]
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    total = after[0] - before[0]
+    return (after[1] - before[1]) / total if total else 0.0
+
+
 GROUPS = ("http", "upload", "inproc")
 
 
@@ -390,6 +402,7 @@ class _Ours:
 
 def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
     load_before = loadavg()
+    ticks_before = cpu_ticks()
     base_env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
     env = {
         **base_env,
@@ -436,7 +449,7 @@ def run(args, bench_python: Path, work: Path, started: list, httpx) -> None:
             results.setdefault(name, []).append(case())
         print(f"round {r + 1}/{args.rounds} done (load {loadavg()})", flush=True)
     load_after = loadavg()
-    report(results, args, load_before, load_after)
+    report(results, args, load_before, load_after, steal_share(ticks_before, cpu_ticks()))
 
 
 def _start_mlflow(work: Path, base_env: dict[str, str], started: list, httpx) -> Worker:
@@ -642,11 +655,12 @@ def _rows(results: dict[str, list], args, p: str) -> list[tuple[str, ...]]:
     return rows
 
 
-def report(results: dict[str, list], args, load_before: str, load_after: str) -> None:
+def report(results: dict[str, list], args, load_before: str, load_after: str, steal: float) -> None:
     print()
     print(
         f"bench/peers.py, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"{args.rounds} rounds, medians; load average {load_before} before, {load_after} after"
+        f"{args.rounds} rounds, medians; load average {load_before} before, {load_after} after; "
+        f"CPU steal {steal:.1%} of the run"
     )
     sides = [("", "")] + ([("before_", f" (before: {args.before})")] if args.before else [])
     for prefix, title in sides:
