@@ -207,7 +207,11 @@ def _tag_events(
         # API.md "Events": a record moving out of a session first leaves it, so that a viewer of
         # the old session sees it go and never sees its new data.
         left = _sql.Deleted(
-            record.id, record.key, previous.kind, previous.session_sid, record.turn_id
+            id=record.id,
+            key=record.key,
+            kind=previous.kind,
+            session_sid=previous.session_sid,
+            turn_id=record.turn_id,
         )
         deleted_events([left], batch=batch, reason="moved", at=now)
     batch.add(
