@@ -304,31 +304,21 @@ def test_the_tag_writes_the_row_the_orm_would(freeform, alice, retag):
         for field in ("session_id", "blob_id", "content_type", "version", "source")
     }
     orm_id = "art_orm"
+    written = dict(
+        kind="note",
+        key="k2",
+        title="Title",
+        data=data,
+        turn_id="t-1",
+        updated_at=tagged.updated_at,
+        **values,
+    )
     if retag:
         Artifact.objects.create(id=orm_id, agent=freeform, kind="old", key="k2", data={"v": 0})
-        Artifact.objects.filter(pk=orm_id).update(
-            kind="note",
-            key="k2",
-            title="Title",
-            data=data,
-            turn_id="t-1",
-            updated_at=tagged.updated_at,
-            **values,
-        )
+        Artifact.objects.filter(pk=orm_id).update(**written)
         Artifact.objects.filter(pk=orm_id).update(created_at=tagged.created_at)
     else:
-        Artifact.objects.create(
-            id=orm_id,
-            agent=freeform,
-            kind="note",
-            key="k2",
-            title="Title",
-            data=data,
-            turn_id="t-1",
-            created_at=tagged.created_at,
-            updated_at=tagged.updated_at,
-            **values,
-        )
+        Artifact.objects.create(id=orm_id, agent=freeform, created_at=tagged.created_at, **written)
     theirs = _raw_row(orm_id)
     assert {name for name in ours if ours[name] != theirs[name]} == {"id", "key"}
     assert ours["version"] == (2 if retag else 1) and not ours["pinned"]
