@@ -137,9 +137,7 @@ class BodyStream:
         self._buffered -= taken
         if self._paused and self._buffered <= LOW_WATER:
             self._paused = False
-            from twisted.internet import reactor
-
-            cast(Any, reactor).callFromThread(self._resume)
+            self._resume_reading()
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def close(self) -> None:
@@ -150,9 +148,13 @@ class BodyStream:
             self._buffered = 0
             resume, self._paused = self._paused, False
         if resume:
-            from twisted.internet import reactor
+            self._resume_reading()
 
-            cast(Any, reactor).callFromThread(self._resume)
+    def _resume_reading(self) -> None:
+        # From the request's thread or the event loop: the socket is resumed on the reactor's.
+        from twisted.internet import reactor
+
+        cast(Any, reactor).callFromThread(self._resume)
 
     @property
     def closed(self) -> bool:
