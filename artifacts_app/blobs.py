@@ -191,7 +191,7 @@ class BlobWriter:
             fd, self._path = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=_temp_dir(self.storage))
             self._file = os.fdopen(fd, "wb")
 
-    def write(self, chunk: bytes) -> None:
+    def write(self, chunk: bytes | memoryview) -> None:
         if self._file is None:
             raise ValueError("the blob was finished or discarded")
         self.size += len(chunk)

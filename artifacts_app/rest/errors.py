@@ -19,6 +19,7 @@ from django.core.exceptions import (
 from django.core.exceptions import (
     RequestDataTooBig,
     TooManyFieldsSent,
+    TooManyFilesSent,
 )
 from django.http import Http404, HttpResponse
 from rest_framework import exceptions
@@ -120,6 +121,8 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponse |
         )
     elif isinstance(exc, TooManyFieldsSent):
         status, body = 400, envelope("too_many_fields", "The form has too many fields.")
+    elif isinstance(exc, TooManyFilesSent):
+        status, body = 400, envelope("too_many_fields", "The form has too many files.")
     elif isinstance(exc, exceptions.APIException):
         status, body = _drf_envelope(exc, request)
         auth_header = getattr(exc, "auth_header", None)  # set by DRF on 401s

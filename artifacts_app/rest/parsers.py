@@ -6,18 +6,19 @@ Responses are rendered with orjson too; the client's ``Accept`` does not choose 
 from __future__ import annotations
 
 import io
-from typing import IO, Any, cast
+from typing import Any
 
 import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
-from rest_framework import exceptions, parsers, renderers
+from rest_framework import parsers, renderers
 from rest_framework.negotiation import BaseContentNegotiation
 
 from artifacts_app import media
 from artifacts_app.blobs import BlobWriter
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.rest import multipart
 from artifacts_app.values import json_loads
 
 
@@ -47,30 +48,6 @@ class JSONParser(parsers.BaseParser):
         return json_loads(raw, what="The body")
 
 
-class _ClosingWatch:
-    """A stream wrapper that notes whether the multipart close delimiter (``--boundary--``) went by:
-    Django's parser takes a body cut off mid-part as complete, and silently drops the cut part."""
-
-    def __init__(self, stream: Any, boundary: bytes) -> None:
-        self.stream = stream
-        self.delimiter = b"--" + boundary + b"--"
-        self.tail = b""
-        self.closed_seen = False
-
-    def read(self, *args: Any) -> bytes:
-        chunk = self.stream.read(*args)
-        if chunk and not self.closed_seen:
-            # The seam between reads, then the chunk itself: no copy of a whole chunk.
-            width = len(self.delimiter)
-            seam = self.tail + chunk[: width - 1]
-            self.closed_seen = self.delimiter in seam or self.delimiter in chunk
-            self.tail = chunk[-width:] if len(chunk) >= width else seam[-width:]
-        return chunk
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
-
-
 def malformed_multipart(reason: str) -> ArtifactError:
     return ArtifactError(
         "malformed_multipart",
@@ -80,32 +57,36 @@ def malformed_multipart(reason: str) -> ArtifactError:
     )
 
 
-class MultiPartParser(parsers.MultiPartParser):
-    """DRF's multipart parser, with its errors in the envelope and cut-off bodies refused."""
+class MultiPartParser(parsers.BaseParser):
+    """Multipart bodies read as they arrive (``rest/multipart.py``: the file part's bytes go to
+    the upload handlers without a copy), with errors in the envelope and cut-off bodies refused."""
 
     media_type = "multipart/form-data"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        context = parser_context or {}
         parsed = media.parse(media_type or "")
         boundary = parsed.param("boundary") if parsed is not None else None
         if not boundary or len(boundary) > 70:  # RFC 2046: 1–70 characters
             raise malformed_multipart("the Content-Type has no valid boundary parameter")
-        watched = _ClosingWatch(stream, boundary.encode("latin-1"))
+        request = context.get("request")
+        handlers = list(getattr(request, "upload_handlers", ()))
         try:
-            result = super().parse(cast(IO[Any], watched), media_type, parser_context)
+            data, files = multipart.parse(
+                stream,
+                boundary.encode("latin-1"),
+                handlers,
+                context.get("encoding", settings.DEFAULT_CHARSET),
+            )
         except BaseException as exc:
             # The body streams in as it is parsed: a client gone mid-file, a refusal or a malformed
-            # part leaves a file part half-written, which Django's parser does not clean up.
-            request = (parser_context or {}).get("request")
-            for handler in getattr(request, "upload_handlers", ()):
+            # part leaves a file part half-written.
+            for handler in handlers:
                 handler.upload_interrupted()
-            if isinstance(exc, exceptions.ParseError):
-                detail = str(exc.detail).removeprefix("Multipart form parse error - ")
-                raise malformed_multipart(detail.rstrip(".")) from None
+            if isinstance(exc, multipart.MultipartError):
+                raise malformed_multipart(str(exc)) from None
             raise
-        if not watched.closed_seen:
-            raise malformed_multipart("it ends before its closing boundary (was it cut off?)")
-        return result
+        return parsers.DataAndFiles(data, files)
 
 
 def part_content_type(upload: UploadedFile) -> str | None:
@@ -153,14 +134,13 @@ class LimitedUploadHandler(FileUploadHandler):
     stops at ``ARTIFACTS_MAX_CONTENT_BYTES``: the bytes are written once, and nothing is kept of a
     refused one."""
 
-    chunk_size = 1024 * 1024  # Django's parser reads the body in these: fewer, larger steps
-
     def new_file(self, *args: Any, **kwargs: Any) -> None:
         super().new_file(*args, **kwargs)
         self._writer = BlobWriter()
         self._writers = [*getattr(self, "_writers", ()), self._writer]
 
-    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes | None:
+    def receive_data_chunk(self, raw_data: bytes | memoryview, start: int) -> bytes | None:
+        # A memoryview of what the parser read (rest/multipart.py): written as is, uncopied.
         self._writer.write(raw_data)  # past the limit: discards and raises content_too_large
         return None
 
