@@ -136,12 +136,12 @@ def sqlite_database(path: Path) -> dict:
         "OPTIONS": {
             "transaction_mode": "IMMEDIATE",
             "timeout": 30,
-            # A checkpoint every 10,000 WAL pages (~40 MiB) instead of SQLite's 1,000: each one
-            # fsyncs the WAL and the database, and fewer, larger checkpoints cost a tag ~25% less
-            # (docs/benchmarks.md, "Tagging"). With synchronous=NORMAL a commit is durable against
-            # a crash of the process either way, and the database is never corrupted; only a power
-            # loss can roll back the commits since the last checkpoint, now up to 10,000 pages of
-            # them. journal_size_limit truncates a WAL that a long reader let grow past 64 MiB.
+            # Checkpoints run on a thread of their own after each burst of commits
+            # (agent_site/sqlite/checkpoint.py); the commit's own autocheckpoint, at 10,000 WAL
+            # pages (~40 MiB) instead of SQLite's 1,000, is the safety net behind it. With
+            # synchronous=NORMAL a commit is durable against a crash of the process, and the
+            # database is never corrupted; a power loss can roll back the commits since the last
+            # checkpoint. journal_size_limit truncates a WAL that a long reader let grow past 64 MiB.
             "init_command": (
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                 "PRAGMA wal_autocheckpoint=10000; PRAGMA journal_size_limit=67108864;"

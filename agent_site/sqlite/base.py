@@ -8,6 +8,9 @@ reading and writing the unlinked inode, silently. Here a connection remembers th
 of its file and is usable only while the path still names that file; the check is one ``stat`` at
 the first query of each request.
 
+Each commit tells this process's checkpointer of the file (``checkpoint.py``), which checkpoints
+the WAL on a thread of its own instead of inside a request's commit.
+
 Its cursor also remembers the last few hundred statements' conversion from Django's ``%s``
 placeholders to SQLite's ``?`` (a regular expression per statement, ~5% of a tag's time): the
 conversion depends on the text alone, and the hot statements' texts are built once
@@ -21,6 +24,8 @@ from functools import lru_cache
 from typing import Any
 
 from django.db.backends.sqlite3 import base
+
+from agent_site.sqlite import checkpoint
 
 
 @lru_cache(maxsize=512)
@@ -37,6 +42,7 @@ class SQLiteCursorWrapper(base.SQLiteCursorWrapper):
 
 class DatabaseWrapper(base.DatabaseWrapper):
     _file_identity: tuple[int, int] | None = None
+    _checkpointer: checkpoint.Checkpointer | None = None
 
     def _identity(self) -> tuple[int, int] | None:
         name = str(self.settings_dict["NAME"])
@@ -51,7 +57,14 @@ class DatabaseWrapper(base.DatabaseWrapper):
     def get_new_connection(self, conn_params: Any) -> Any:
         connection = super().get_new_connection(conn_params)
         self._file_identity = self._identity()
+        if self._file_identity is not None:
+            self._checkpointer = checkpoint.for_file(str(self.settings_dict["NAME"]))
         return connection
+
+    def _commit(self) -> None:
+        super()._commit()  # type: ignore[misc]  # (Django has it; its stubs do not)
+        if self._checkpointer is not None:
+            self._checkpointer.wrote()
 
     def create_cursor(self, name: Any = None) -> Any:
         return self.connection.cursor(factory=SQLiteCursorWrapper)

@@ -1,0 +1,97 @@
+"""WAL checkpoints run on the checkpointer's thread, not in a request's commit
+(agent_site/sqlite/checkpoint.py)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from agent_site.settings import sqlite_database
+from agent_site.sqlite import checkpoint
+from agent_site.sqlite.base import DatabaseWrapper as SQLiteWrapper
+
+
+def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "the checkpointer did not get there in time"
+        time.sleep(0.01)
+
+
+def _rows_in_the_database_file(path: Path, tmp: Path) -> int:
+    """The rows of ``t`` in the database file alone, without its WAL: what checkpoints copied."""
+    alone = tmp / "alone.sqlite3"
+    shutil.copyfile(path, alone)
+    with sqlite3.connect(alone) as db:
+        try:
+            return db.execute("SELECT count(*) FROM t").fetchone()[0]
+        except sqlite3.OperationalError:  # not even the table yet
+            return -1
+
+
+@pytest.fixture
+def site_wrapper(tmp_path):
+    """A connection of the site's SQLite backend, with the site's settings, on a file of its own
+    (the default database may be PostgreSQL: the scale profile)."""
+    path = tmp_path / "db.sqlite3"
+    settings = {**connection.settings_dict, **sqlite_database(path), "NAME": str(path), "TEST": {}}
+    wrapper = SQLiteWrapper(settings, alias="checkpoints")
+    with wrapper.cursor() as cursor:
+        cursor.execute("CREATE TABLE t (v TEXT)")
+    yield wrapper, path
+    wrapper.close()
+
+
+@pytest.mark.django_db
+def test_commits_are_checkpointed_on_the_checkpointers_thread(site_wrapper, tmp_path):
+    wrapper, path = site_wrapper
+    checkpointer = checkpoint.for_file(str(path))
+    assert checkpointer is wrapper._checkpointer
+    before = checkpointer.checkpoints
+    for i in range(50):
+        wrapper.set_autocommit(False)
+        with wrapper.cursor() as cursor:
+            cursor.execute("INSERT INTO t VALUES (%s)", [f"row {i}"])
+        wrapper.commit()
+        wrapper.set_autocommit(True)
+    # 50 small commits are far below wal_autocheckpoint (10,000 pages): no commit checkpointed.
+    # Yet the rows reach the database file, copied there by the thread.
+    _until(lambda: _rows_in_the_database_file(path, tmp_path) == 50)
+    assert checkpointer.checkpoints > before
+    # Idle: no commits, no checkpoints.
+    settled = checkpointer.checkpoints
+    time.sleep(checkpoint.GATHER * 8)
+    assert checkpointer.checkpoints == settled
+
+
+def test_a_removed_database_is_not_made_anew_and_a_replaced_one_is_followed(tmp_path):
+    path = tmp_path / "gone.sqlite3"
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("CREATE TABLE t (v TEXT)")
+    checkpointer = checkpoint.for_file(str(path))
+    checkpointer.wrote()
+    _until(lambda: checkpointer.checkpoints == 1)
+
+    path.unlink()
+    checkpointer.wrote()
+    time.sleep(checkpoint.GATHER * 8)
+    assert not path.exists()  # a test run's database, removed: not created again
+    assert checkpointer.checkpoints == 1
+
+    # The path names another file (a restore): its WAL is the one checkpointed now.
+    writer = sqlite3.connect(path, isolation_level=None)
+    writer.execute("PRAGMA journal_mode=WAL")
+    writer.execute("PRAGMA wal_autocheckpoint=0")
+    writer.execute("CREATE TABLE t (v TEXT)")
+    writer.execute("INSERT INTO t VALUES ('restored')")
+    checkpointer.wrote()
+    _until(lambda: checkpointer.checkpoints == 2)
+    assert _rows_in_the_database_file(path, tmp_path) == 1
+    writer.close()
