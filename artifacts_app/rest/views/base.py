@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from artifacts_app import access, selectors
@@ -17,6 +18,13 @@ from artifacts_app.rest.parsers import (
     JSONOnlyNegotiation,
     JSONParser,
 )
+
+
+def chunked_body(request: HttpRequest) -> bool:
+    """Whether the request's body comes chunked, without a Content-Length (RFC 9112 §6.3: with
+    Transfer-Encoding, a Content-Length is not what frames the body)."""
+    encoding = request.META.get("HTTP_TRANSFER_ENCODING", "")
+    return "chunked" in encoding.lower() and not request.META.get("CONTENT_LENGTH")
 
 
 def json_response(body: Any, status: int = 200) -> HttpResponse:
@@ -37,6 +45,15 @@ class AgentView(APIView):
 
     parser_classes = [JSONParser]
     content_negotiation_class = JSONOnlyNegotiation
+
+    def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
+        drf_request = super().initialize_request(request, *args, **kwargs)
+        if chunked_body(request):
+            # DRF reads a body without Content-Length as empty; a chunked one (HTTP/1.1: a client
+            # that streams what it does not know the length of) is read from the request as it
+            # arrives (agent_site.server streams it, its limit applied as it comes).
+            drf_request._stream = request  # type: ignore[assignment]
+        return drf_request
 
     def agent(self) -> Agent:
         return request_agent(self.request.auth, self.kwargs["slug"])
