@@ -28,6 +28,17 @@ def _body_incomplete() -> Exception:
     )
 
 
+def _body_timeout(seconds: float) -> Exception:
+    from artifacts_app.errors import StalledError
+
+    return StalledError(
+        "body_timeout",
+        f"No more of the request body arrived for {seconds:g} s, so the server stopped waiting "
+        "for it (ARTIFACTS_BODY_IDLE_SECONDS). Send the whole body again.",
+        {"seconds": seconds},
+    )
+
+
 class BodyStream:
     """A request body as it arrives: fed on the reactor's thread, read as a binary file (``read``)
     on the request's thread, or in messages (``read_nowait``) on the event loop.
@@ -35,10 +46,16 @@ class BodyStream:
     ``pause``/``resume`` stop and restart reading the socket; they are called on the reactor's
     thread. ``read`` blocks until it has ``size`` bytes or the end (waiting for at most half the
     high-water mark at a time, so never on bytes the flow control holds back); a body that will
-    not be whole raises ``body_incomplete``. ``close`` (the reader is done) drops what comes after.
+    not be whole raises ``body_incomplete``; one that stalls, nothing arriving for ``idle_seconds``
+    while ``read`` waits, raises ``body_timeout`` (and every later read ``body_incomplete``), so a
+    client gone quiet mid-body does not hold the request's thread. ``close`` (the reader is done)
+    drops what comes after.
     """
 
-    def __init__(self, pause: Callable[[], None], resume: Callable[[], None]) -> None:
+    def __init__(
+        self, pause: Callable[[], None], resume: Callable[[], None], idle_seconds: float = 60.0
+    ) -> None:
+        self.idle_seconds = idle_seconds
         self._cond = threading.Condition()
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
@@ -102,13 +119,22 @@ class BodyStream:
                 # Never wait for more than the flow control lets in.
                 self._wanted = max(1, min(size - taken, HIGH_WATER // 2))
                 while self._buffered < self._wanted and not self._ended and not self._failed:
-                    self._cond.wait()
+                    waited_for = self._buffered
+                    if not self._cond.wait(self.idle_seconds) and self._buffered == waited_for:
+                        self._stalled()
                 data = self._take(size - taken)
             if not data:
                 break
             parts.append(data)
             taken += len(data)
         return parts[0] if len(parts) == 1 else b"".join(parts)
+
+    def _stalled(self) -> None:
+        # Under the lock: nothing arrived for idle_seconds. The body will not be whole.
+        self._failed = True
+        self._chunks.clear()
+        self._buffered = 0
+        raise _body_timeout(self.idle_seconds)
 
     def ready(self) -> bool:
         """Whether ``read_nowait`` has something to answer (bytes, or the end)."""

@@ -127,7 +127,11 @@ class ArtifactsRequest(WebRequest):
         ):
             # Start the application now (daphne's process, through Twisted's requestReceived);
             # the body follows through the stream.
-            self._stream = BodyStream(self._pause_reading, self._resume_reading)
+            self._stream = BodyStream(
+                self._pause_reading,
+                self._resume_reading,
+                idle_seconds=float(settings.ARTIFACTS_BODY_IDLE_SECONDS),
+            )
             version = getattr(channel, "_version", b"HTTP/1.1")
             http.Request.requestReceived(self, *self._head, version)
 

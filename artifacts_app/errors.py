@@ -54,6 +54,12 @@ class TooLargeError(ArtifactError):
     status = 413
 
 
+class StalledError(ArtifactError):
+    """The client stopped sending what it began to send."""
+
+    status = 408
+
+
 class UnauthenticatedError(ArtifactError):
     """No credentials, or ones that are unknown or revoked."""
 

@@ -64,6 +64,7 @@ CODES: dict[str, int] = {
     "body_too_large": 413,
     # a streamed body (agent_site.body) that ended before its length: the client went away
     "body_incomplete": 400,
+    "body_timeout": 408,
     # the tag's fields (services.rules, media, the view's contents)
     "data_required": 400,
     "invalid_data": 400,
@@ -136,6 +137,7 @@ JSON_BODY = (
     "unsupported_media_type",
     "body_too_large",
     "body_incomplete",
+    "body_timeout",
 )
 PAGE = ("invalid_query", "invalid_limit", "invalid_cursor")
 # What a tag's fields can be refused for (services.rules and the tag's write), any entry point.
@@ -181,6 +183,7 @@ STATUS_TEXT = {
     403: "Credentials that may not do this (another agent's key, a user tagging, CSRF).",
     404: "Unknown agent, or a record, version or session that does not exist or is hidden.",
     405: "Method not allowed on this route.",
+    408: "The client stopped sending the request body; send it again.",
     409: "A conflict: the session id exists already, the cap is reached with every other record "
     "pinned (`cap_reached`), or an unkeyed record has nothing to restore (`not_keyed`).",
     413: "A size limit was passed (data, body or content); the message says which.",

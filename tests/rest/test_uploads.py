@@ -8,6 +8,7 @@ fails the peak-RSS bounds here, and ``test_daphne_serves_with_the_sites_request`
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
@@ -26,9 +27,9 @@ LIMIT = 80 * MIB
 RSS_BOUND = 32 * MIB
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    data_dir = tmp_path_factory.mktemp("uploads")
+@contextlib.contextmanager
+def _serve(data_dir: Path, **settings: str):
+    """A daphne of the site on its own SQLite data dir, with an agent key: (server, client, key)."""
     env = {
         **os.environ,
         "ARTIFACTS_DATA_DIR": str(data_dir),
@@ -39,6 +40,7 @@ def served(tmp_path_factory):
         "DJANGO_SECRET_KEY": "test-" + "k" * 40,
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
         "ARTIFACTS_MAX_CONTENT_BYTES": str(LIMIT),
+        **settings,
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
@@ -58,8 +60,15 @@ def served(tmp_path_factory):
         client = httpx.Client(
             base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
         )
-        yield server, client, key, data_dir
+        yield server, client, key
         client.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("uploads")
+    with _serve(data_dir) as (server, client, key):
+        yield server, client, key, data_dir
 
 
 def _peak_rss(pid: int) -> int:
@@ -505,3 +514,41 @@ def test_chunked_tags_are_read_as_they_arrive(served):
     assert too_big.status_code == 413, too_big.text
     assert too_big.json()["error"]["code"] == "body_too_large"
     assert _files(data_dir) == kept
+
+
+def test_a_body_that_stalls_frees_its_thread_with_408(tmp_path):
+    """A client gone quiet mid-body: the view waits ARTIFACTS_BODY_IDLE_SECONDS for more, then
+    answers 408 `body_timeout` and keeps nothing; the server serves on."""
+    with _serve(tmp_path, ARTIFACTS_BODY_IDLE_SECONDS="1") as (server, client, key):
+        _exchange.port = server.port
+        record = _tag_multipart(client, b"small").json()
+        kept = _files(tmp_path)
+        path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
+        with socket.create_connection((HOST, server.port), timeout=30) as sock:
+            sock.sendall(_put_head(path, key, 4 * MIB))
+            sock.sendall(b"s" * MIB)  # a quarter of it, then nothing
+            _wait_for(lambda: _incoming(tmp_path), "the blob's incoming file")
+            answer = _read_response(sock)
+        status, body = _envelope(answer)
+        assert (status, body["error"]["code"]) == (408, "body_timeout")
+        assert body["error"]["details"] == {"seconds": 1}
+        _wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
+
+        # A multipart tag that stalls in its file part: the same answer, nothing kept.
+        head = (
+            b"POST /reviewer/v1/artifacts HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"
+            b"Authorization: Bearer " + key.encode() + b"\r\n"
+            b"Content-Type: multipart/form-data; boundary=xyz\r\nContent-Length: 4000000\r\n\r\n"
+            b'--xyz\r\nContent-Disposition: form-data; name="record"\r\n\r\n'
+            b'{"kind": "report", "data": {}}\r\n--xyz\r\n'
+            b'Content-Disposition: form-data; name="contents"; filename="s.bin"\r\n\r\n'
+        )
+        with socket.create_connection((HOST, server.port), timeout=30) as sock:
+            sock.sendall(head + b"m" * 200_000)
+            answer = _read_response(sock)
+        status, body = _envelope(answer)
+        assert (status, body["error"]["code"]) == (408, "body_timeout")
+        _wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
+
+        after = client.get(f"/reviewer/v1/artifacts/{record['id']}")
+        assert after.status_code == 200 and after.json()["content"]["size"] == 5

@@ -80,6 +80,7 @@ class ContentView(AgentView):
                 "invalid_content_type",
                 "content_too_large",
                 "body_incomplete",
+                "body_timeout",
                 "unknown_artifact",
             ),
         },
