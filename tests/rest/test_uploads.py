@@ -339,6 +339,25 @@ def _put_head(path: bytes, key: str, length: int) -> bytes:
     )
 
 
+def _file_part_start(boundary: bytes, record: bytes) -> bytes:
+    """A multipart body up to its file part's bytes: the `record` part, the `contents` part's head."""
+    return (
+        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="record"\r\n\r\n'
+        b"" + record + b"\r\n"
+        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="contents"; '
+        b'filename="c.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'
+    )
+
+
+def _post_head(key: str, boundary: bytes, length: int) -> bytes:
+    return (
+        b"POST /reviewer/v1/artifacts HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"
+        b"Authorization: Bearer " + key.encode() + b"\r\n"
+        b"Content-Type: multipart/form-data; boundary=" + boundary + b"\r\n"
+        b"Content-Length: " + str(length).encode() + b"\r\n\r\n"
+    )
+
+
 def test_the_body_is_stored_as_it_arrives(served):
     """The application starts at the headers: the blob's file is being written while the client
     still holds back the rest of the body (daphne alone would wait for all of it)."""
@@ -381,18 +400,8 @@ def test_a_client_gone_mid_body_leaves_nothing_behind(served):
 
     # The same for a multipart tag cut off inside its file part.
     boundary = b"cutcutcut"
-    part = (
-        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="record"\r\n\r\n'
-        b'{"kind": "report", "key": "cut", "data": {}}\r\n'
-        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="contents"; '
-        b'filename="c.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'
-    )
-    head = (
-        b"POST /reviewer/v1/artifacts HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"
-        b"Authorization: Bearer " + key.encode() + b"\r\n"
-        b"Content-Type: multipart/form-data; boundary=" + boundary + b"\r\n"
-        b"Content-Length: " + str(8 * MIB).encode() + b"\r\n\r\n"
-    )
+    part = _file_part_start(boundary, b'{"kind": "report", "key": "cut", "data": {}}')
+    head = _post_head(key, boundary, 8 * MIB)
     with socket.create_connection((HOST, server.port), timeout=60) as sock:
         sock.sendall(head + part + os.urandom(2 * MIB))
         _wait_for(lambda: _incoming(data_dir), "the multipart upload under way")
@@ -466,16 +475,8 @@ def test_chunked_tags_are_read_as_they_arrive(served):
     server, client, key, data_dir = served
     contents = os.urandom(3 * MIB + 17)
     boundary = b"chunkedxyz"
-    body = (
-        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="record"\r\n\r\n'
-        b'{"kind": "report", "key": "chunked", "data": {"n": 1}}\r\n'
-        b"--" + boundary + b'\r\nContent-Disposition: form-data; name="contents"; '
-        b'filename="c.bin"\r\nContent-Type: application/octet-stream\r\n\r\n'
-        + contents
-        + b"\r\n--"
-        + boundary
-        + b"--\r\n"
-    )
+    record = b'{"kind": "report", "key": "chunked", "data": {"n": 1}}'
+    body = _file_part_start(boundary, record) + contents + b"\r\n--" + boundary + b"--\r\n"
 
     def pieces(raw: bytes, size: int = 256 * 1024):
         for start in range(0, len(raw), size):
@@ -535,16 +536,10 @@ def test_a_body_that_stalls_frees_its_thread_with_408(tmp_path):
         _wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
 
         # A multipart tag that stalls in its file part: the same answer, nothing kept.
-        head = (
-            b"POST /reviewer/v1/artifacts HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\n"
-            b"Authorization: Bearer " + key.encode() + b"\r\n"
-            b"Content-Type: multipart/form-data; boundary=xyz\r\nContent-Length: 4000000\r\n\r\n"
-            b'--xyz\r\nContent-Disposition: form-data; name="record"\r\n\r\n'
-            b'{"kind": "report", "data": {}}\r\n--xyz\r\n'
-            b'Content-Disposition: form-data; name="contents"; filename="s.bin"\r\n\r\n'
-        )
+        head = _post_head(key, b"xyz", 4 * MIB)
+        part = _file_part_start(b"xyz", b'{"kind": "report", "data": {}}')
         with socket.create_connection((HOST, server.port), timeout=30) as sock:
-            sock.sendall(head + b"m" * 200_000)
+            sock.sendall(head + part + b"m" * 200_000)
             answer = _read_response(sock)
         status, body = _envelope(answer)
         assert (status, body["error"]["code"]) == (408, "body_timeout")
