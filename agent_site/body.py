@@ -53,7 +53,7 @@ class BodyStream:
     """
 
     def __init__(
-        self, pause: Callable[[], None], resume: Callable[[], None], idle_seconds: float = 60.0
+        self, pause: Callable[[], None], resume: Callable[[], None], idle_seconds: float = 30.0
     ) -> None:
         self.idle_seconds = idle_seconds
         self._cond = threading.Condition()

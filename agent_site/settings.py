@@ -349,7 +349,8 @@ ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
 )
 # Seconds a view reading a streamed request body waits for its next bytes before it gives up with
 # 408 `body_timeout` (agent_site/body.py): a client that stalls mid-body frees its request thread.
-ARTIFACTS_BODY_IDLE_SECONDS = env_int("ARTIFACTS_BODY_IDLE_SECONDS", 60, minimum=1)
+# Keep it under Twisted's 60 s request idle timeout, which closes a silent connection (no answer).
+ARTIFACTS_BODY_IDLE_SECONDS = env_int("ARTIFACTS_BODY_IDLE_SECONDS", 30, minimum=1)
 # Seconds that stored events stay available for `?after=` replay (default 7 days).
 ARTIFACTS_EVENT_RETENTION = env_int("ARTIFACTS_EVENT_RETENTION", 7 * 24 * 3600, minimum=60)
 # How many server processes share this database; more than one needs the Redis channel layer.
