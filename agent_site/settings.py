@@ -336,6 +336,9 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
+    # A malformed multipart body is the client's: it gets its 400, and the request log its line
+    # (django.request); python-multipart's own warning for it would be a second line per body.
+    "loggers": {"python_multipart": {"level": "ERROR"}},
 }
 
 # --- agent-artifacts -----------------------------------------------------------------------

@@ -11,9 +11,11 @@ beginning, so the WAL stays small and ``wal_autocheckpoint`` (left on) is only t
 writes this thread is not told of (autocommit statements) or a thread that fell behind. An idle
 process does nothing: the thread waits for the next commit.
 
-The thread's connection opens the file read-write without creating it (a database removed
-underneath, as a test run's, is not made anew), and is opened again when the path names another
-file (restored from a backup, the next test database).
+Each checkpoint opens a connection of its own (~40 µs here), read-write without creating the
+file, and closes it; none is opened while the database has no WAL file: a database removed underneath (a test run's) is not made anew and keeps no
+connection of this thread open (nor its WAL and shared-memory files), and a path that names
+another file (a restore) is checkpointed as it is now. A child process made by ``fork`` gets a
+checkpointer of its own (threads do not survive a fork).
 """
 
 from __future__ import annotations
@@ -30,60 +32,55 @@ log = logging.getLogger(__name__)
 GATHER = 0.025  # seconds of commits one checkpoint covers, at most, while writes go on
 
 
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return (stat.st_dev, stat.st_ino)
-
-
 class Checkpointer:
     """The checkpoints of one database file in this process (``for_file``)."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.pid = os.getpid()
         self.checkpoints = 0  # run so far (tests, docs/benchmarks.md)
+        self._uri = Path(path).resolve().as_uri() + "?mode=rw"
         self._wrote = threading.Event()
         self._failing = False
         self._thread = threading.Thread(target=self._run, name="sqlite-checkpoint", daemon=True)
         self._thread.start()
+
+    def alive(self) -> bool:
+        return self.pid == os.getpid() and self._thread.is_alive()
 
     def wrote(self) -> None:
         """A transaction was committed: checkpoint soon."""
         self._wrote.set()
 
     def _run(self) -> None:
-        db: sqlite3.Connection | None = None
-        identity: tuple[int, int] | None = None
         while True:
             self._wrote.wait()
             time.sleep(GATHER)
             self._wrote.clear()
-            current = _identity(self.path)
-            if current is None:
-                continue  # no file (yet, or any more)
+            if not os.path.exists(self.path + "-wal"):
+                # No database (yet, or any more), or no WAL: its last connection closed, and
+                # checkpointed it. Opening one now would make a WAL, left behind if the database
+                # is removed meanwhile (a test run's, at its end).
+                continue
             try:
-                if db is None or current != identity:
-                    if db is not None:
-                        db.close()
-                    db = None
-                    uri = Path(self.path).resolve().as_uri() + "?mode=rw"
-                    db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=1.0)
-                    identity = current
-                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                self.checkpoints += 1
-                if self._failing:
-                    log.info("WAL checkpoints of %s work again", self.path)
-                    self._failing = False
-            except sqlite3.Error as exc:
+                self._checkpoint()
+            except Exception as exc:  # the thread must outlive any one failure
                 # The commit's own autocheckpoint still applies; say so once, not per commit.
                 if not self._failing:
                     log.warning("WAL checkpoint of %s failed: %s", self.path, exc)
                     self._failing = True
-                if db is not None:
-                    db.close()
-                db = None
+            else:
+                if self._failing:
+                    log.info("WAL checkpoints of %s work again", self.path)
+                    self._failing = False
+
+    def _checkpoint(self) -> None:
+        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=1.0)
+        try:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        finally:
+            db.close()
+        self.checkpoints += 1
 
 
 _checkpointers: dict[str, Checkpointer] = {}
@@ -94,6 +91,6 @@ def for_file(path: str) -> Checkpointer:
     """This process's checkpointer of the database file at ``path`` (started on first use)."""
     with _lock:
         checkpointer = _checkpointers.get(path)
-        if checkpointer is None:
+        if checkpointer is None or not checkpointer.alive():
             checkpointer = _checkpointers[path] = Checkpointer(path)
         return checkpointer

@@ -14,10 +14,13 @@ both; ``DATA_UPLOAD_MAX_NUMBER_FIELDS``, ``DATA_UPLOAD_MAX_NUMBER_FILES`` and
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (the fields' bytes, never the files') enforced with Django's
 exceptions; the upload handlers driven through ``new_file``, ``receive_data_chunk`` (a handler
 answering None ends the chain for that chunk), ``file_complete`` and ``upload_complete``, with
-``StopFutureHandlers`` and ``SkipFile`` honoured. Stricter than Django: a body that is not well
-formed (no first boundary, bad characters in a header name, more than 8 headers or a header line
-over 4 KiB in a part) is refused (``MultipartError``) where Django would skip what it could not
-read. Not driven: ``handle_raw_input`` and ``StopUpload`` (no handler of this site uses them).
+``StopFutureHandlers`` and ``SkipFile`` honoured. Where it differs from Django: a body that is not
+well formed (no first boundary, a preamble, bad characters in a header name, more than 8 headers or
+a header line over 4 KiB in a part) is refused (``MultipartError``) where Django would skip what it
+could not read, and a boundary ends a part only at the start of a line (RFC 2046; Django's parser
+also cut a value at ``--boundary`` mid-line); a part's header block may take up to those 8 lines
+of 4 KiB where Django refuses one over ~1 KiB. Not driven: ``handle_raw_input`` and ``StopUpload``
+(no handler of this site uses them); ``SkipFile`` closes a handler's ``file``, as Django does.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import html
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
@@ -114,8 +117,10 @@ class StreamingMultipart:
     def finish(self) -> tuple[QueryDict, MultiValueDict[str, Any]]:
         if not self.ended:
             raise MultipartError("it ends before its closing boundary (was it cut off?)")
+        # As Django: the handlers see the upload end, until one answers something.
         for handler in self.handlers:
-            handler.upload_complete()
+            if cast(Any, handler).upload_complete():
+                break
         self.post._mutable = False
         return self.post, self.files
 
@@ -213,15 +218,16 @@ class StreamingMultipart:
             except SkipFile:
                 self._skip_file()
         elif part.kind == "field":
-            # As Django: the fields' bytes with their names (and 2 for ``&=``) are bounded
-            # together, the base64 text counted as sent.
             self.field_bytes += end - start
-            limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-            if limit is not None and self.field_bytes + len(part.field_name) + 2 > limit:
-                raise RequestDataTooBig(
-                    "Request body exceeded settings.DATA_UPLOAD_MAX_MEMORY_SIZE."
-                )
+            self._check_field_bytes(len(part.field_name) + 2)
             part.field.append(data[start:end])
+
+    def _check_field_bytes(self, pending: int) -> None:
+        # As Django: the fields' bytes with their names (and 2 for ``&=``) are bounded together,
+        # the base64 text counted as sent; checked as a field's bytes come and at its end.
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        if limit is not None and self.field_bytes + pending > limit:
+            raise RequestDataTooBig("Request body exceeded settings.DATA_UPLOAD_MAX_MEMORY_SIZE.")
 
     def _base64(self, part: _Part, raw: bytes) -> bytes:
         # As Django: decoded four characters at a time, whitespace dropped, the 1–3 left over
@@ -267,6 +273,7 @@ class StreamingMultipart:
                 except binascii.Error:
                     pass  # as Django: kept as sent
             self.field_bytes += len(part.field_name) + 2
+            self._check_field_bytes(0)
             self.post.appendlist(part.field_name, force_str(data, self.encoding, errors="replace"))
         self.part = _Part()
 

@@ -69,15 +69,19 @@ class MultiPartParser(parsers.BaseParser):
         boundary = parsed.param("boundary") if parsed is not None else None
         if not boundary or len(boundary) > 70:  # RFC 2046: 1–70 characters
             raise malformed_multipart("the Content-Type has no valid boundary parameter")
+        encoding = context.get("encoding") or settings.DEFAULT_CHARSET
+        try:
+            b"x".decode(encoding)
+        except UnicodeError:
+            pass  # a text encoding (one byte is not text in UTF-16)
+        except LookupError:  # a codec, but not of text (rot13, hex): Django's parser raised it
+            raise malformed_multipart(
+                f"the Content-Type's charset {encoding!r} is not a text encoding"
+            ) from None
         request = context.get("request")
         handlers = list(getattr(request, "upload_handlers", ()))
         try:
-            data, files = multipart.parse(
-                stream,
-                boundary.encode("latin-1"),
-                handlers,
-                context.get("encoding", settings.DEFAULT_CHARSET),
-            )
+            data, files = multipart.parse(stream, boundary.encode("latin-1"), handlers, encoding)
         except BaseException as exc:
             # The body streams in as it is parsed: a client gone mid-file, a refusal or a malformed
             # part leaves a file part half-written.

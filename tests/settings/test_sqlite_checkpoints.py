@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import sqlite3
 import time
@@ -28,11 +30,24 @@ def _rows_in_the_database_file(path: Path, tmp: Path) -> int:
     """The rows of ``t`` in the database file alone, without its WAL: what checkpoints copied."""
     alone = tmp / "alone.sqlite3"
     shutil.copyfile(path, alone)
-    with sqlite3.connect(alone) as db:
+    with contextlib.closing(sqlite3.connect(alone)) as db:
         try:
             return db.execute("SELECT count(*) FROM t").fetchone()[0]
         except sqlite3.OperationalError:  # not even the table yet
             return -1
+
+
+def _open_files_under(folder: Path) -> list[str]:
+    """This process's open file descriptors on files in ``folder``."""
+    found = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(folder)):
+            found.append(target)
+    return found
 
 
 @pytest.fixture
@@ -70,28 +85,50 @@ def test_commits_are_checkpointed_on_the_checkpointers_thread(site_wrapper, tmp_
     assert checkpointer.checkpoints == settled
 
 
-def test_a_removed_database_is_not_made_anew_and_a_replaced_one_is_followed(tmp_path):
-    path = tmp_path / "gone.sqlite3"
-    with sqlite3.connect(path) as db:
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("CREATE TABLE t (v TEXT)")
-    checkpointer = checkpoint.for_file(str(path))
-    checkpointer.wrote()
-    _until(lambda: checkpointer.checkpoints == 1)
-
-    path.unlink()
-    checkpointer.wrote()
-    time.sleep(checkpoint.GATHER * 8)
-    assert not path.exists()  # a test run's database, removed: not created again
-    assert checkpointer.checkpoints == 1
-
-    # The path names another file (a restore): its WAL is the one checkpointed now.
+def _wal_writer(path: Path) -> sqlite3.Connection:
+    """A connection that keeps ``path`` in WAL mode with one row in its WAL, left to the
+    checkpointer (its own autocheckpoint off)."""
     writer = sqlite3.connect(path, isolation_level=None)
     writer.execute("PRAGMA journal_mode=WAL")
     writer.execute("PRAGMA wal_autocheckpoint=0")
     writer.execute("CREATE TABLE t (v TEXT)")
-    writer.execute("INSERT INTO t VALUES ('restored')")
+    writer.execute("INSERT INTO t VALUES ('a row')")
+    return writer
+
+
+def test_a_removed_database_is_not_made_anew_and_a_replaced_one_is_followed(tmp_path):
+    path = tmp_path / "gone.sqlite3"
+    writer = _wal_writer(path)
+    checkpointer = checkpoint.for_file(str(path))
+    checkpointer.wrote()
+    _until(lambda: checkpointer.checkpoints == 1)
+    assert _rows_in_the_database_file(path, tmp_path) == 1
+
+    writer.close()  # the last connection: SQLite checkpoints and removes the WAL
+    # Each checkpoint's connection was closed after it: with the writer's gone, nothing of this
+    # process holds the file (SQLite parks a closed connection's descriptor while another
+    # connection of the process holds locks on the file).
+    assert not _open_files_under(tmp_path)
+    path.unlink()
+    checkpointer.wrote()
+    time.sleep(checkpoint.GATHER * 8)
+    # A test run's database, removed: not created again, and no WAL made for it.
+    assert not path.exists() and not Path(f"{path}-wal").exists()
+    assert checkpointer.checkpoints == 1
+
+    # The path names another file (a restore): its WAL is the one checkpointed now.
+    writer = _wal_writer(path)
     checkpointer.wrote()
     _until(lambda: checkpointer.checkpoints == 2)
     assert _rows_in_the_database_file(path, tmp_path) == 1
     writer.close()
+
+
+def test_a_checkpointer_whose_thread_is_gone_is_started_anew(tmp_path):
+    # After a fork the child holds the parent's checkpointer, whose thread did not come along.
+    path = str(tmp_path / "forked.sqlite3")
+    first = checkpoint.for_file(path)
+    assert checkpoint.for_file(path) is first
+    first.pid = -1  # as the child sees it: made by another process
+    again = checkpoint.for_file(path)
+    assert again is not first and again.alive()
