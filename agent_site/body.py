@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -44,18 +45,22 @@ class BodyStream:
     on the request's thread, or in messages (``read_nowait``) on the event loop.
 
     ``pause``/``resume`` stop and restart reading the socket; they are called on the reactor's
-    thread. ``read`` blocks until it has ``size`` bytes or the end (waiting for at most half the
-    high-water mark at a time, so never on bytes the flow control holds back); a body that will
-    not be whole raises ``body_incomplete``; one that stalls, nothing arriving for ``idle_seconds``
-    while ``read`` waits, raises ``body_timeout`` (and every later read ``body_incomplete``), so a
-    client gone quiet mid-body does not hold the request's thread. ``close`` (the reader is done)
-    drops what comes after.
+    thread. ``read`` blocks until it has ``size`` bytes or the end (waiting for at most the
+    low-water mark at a time, so never on bytes the flow control holds back); a body that will
+    not be whole raises ``body_incomplete``; one that stalls — ``read`` waiting, and nothing
+    arrived for ``idle_seconds`` since the client last could send (its last bytes, or the socket
+    resumed) — raises ``body_timeout`` (and every later read ``body_incomplete``), so a client
+    gone quiet mid-body does not hold the request's thread. ``close`` (the reader is done) drops
+    what comes after.
     """
 
     def __init__(
         self, pause: Callable[[], None], resume: Callable[[], None], idle_seconds: float = 30.0
     ) -> None:
         self.idle_seconds = idle_seconds
+        # When the client last could send and did (bytes fed, or the socket resumed): the idle
+        # clock's start.
+        self._active_at = time.monotonic()
         self._cond = threading.Condition()
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
@@ -75,6 +80,7 @@ class BodyStream:
                 return
             self._chunks.append(data)
             self._buffered += len(data)
+            self._active_at = time.monotonic()
             if self._buffered >= self._wanted:
                 self._cond.notify()
             # Paused again whenever over: Twisted's channel may resume the socket on its own
@@ -116,12 +122,14 @@ class BodyStream:
         taken = 0
         while taken < size:
             with self._cond:
-                # Never wait for more than the flow control lets in.
-                self._wanted = max(1, min(size - taken, HIGH_WATER // 2))
+                # Never wait for more than resumes a paused socket (LOW_WATER): a reader waiting
+                # for more while the socket stays paused would wait for nothing.
+                self._wanted = max(1, min(size - taken, LOW_WATER))
                 while self._buffered < self._wanted and not self._ended and not self._failed:
-                    waited_for = self._buffered
-                    if not self._cond.wait(self.idle_seconds) and self._buffered == waited_for:
+                    idle_left = self.idle_seconds - (time.monotonic() - self._active_at)
+                    if idle_left <= 0:
                         self._stalled()
+                    self._cond.wait(idle_left)
                 data = self._take(size - taken)
             if not data:
                 break
@@ -130,7 +138,7 @@ class BodyStream:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def _stalled(self) -> None:
-        # Under the lock: nothing arrived for idle_seconds. The body will not be whole.
+        # Under the lock: nothing arrived for idle_seconds since the client last could send.
         self._failed = True
         self._chunks.clear()
         self._buffered = 0
@@ -163,6 +171,7 @@ class BodyStream:
         self._buffered -= taken
         if self._paused and self._buffered <= LOW_WATER:
             self._paused = False
+            self._active_at = time.monotonic()  # the client could not send while paused
             self._resume_reading()
         return parts[0] if len(parts) == 1 else b"".join(parts)
 

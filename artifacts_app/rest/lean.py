@@ -78,7 +78,7 @@ def eligible(scope: dict[str, Any]) -> str | None:
     bearer = json = length = False
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
-            # DRF reads no body without a length (chunked): leave those to Django's road.
+            # A body without a length (chunked) is streamed: leave those to Django's road.
             length = True
         elif name == b"authorization":
             bearer = value[:7].lower() == b"bearer "
