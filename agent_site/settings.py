@@ -141,7 +141,7 @@ def sqlite_database(path: Path) -> dict:
             # pages (~40 MiB) instead of SQLite's 1,000, is the safety net behind it. With
             # synchronous=NORMAL a commit is durable against a crash of the process, and the
             # database is never corrupted; a power loss can roll back the commits since the last
-            # checkpoint. journal_size_limit truncates a WAL that a long reader let grow past 64 MiB.
+            # checkpoint. journal_size_limit truncates a WAL a long reader let grow past 64 MiB.
             "init_command": (
                 "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
                 "PRAGMA wal_autocheckpoint=10000; PRAGMA journal_size_limit=67108864;"

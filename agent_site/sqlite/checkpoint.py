@@ -12,10 +12,11 @@ writes this thread is not told of (autocommit statements) or a thread that fell 
 process does nothing: the thread waits for the next commit.
 
 Each checkpoint opens a connection of its own (~40 µs here), read-write without creating the
-file, and closes it; none is opened while the database has no WAL file: a database removed underneath (a test run's) is not made anew and keeps no
-connection of this thread open (nor its WAL and shared-memory files), and a path that names
-another file (a restore) is checkpointed as it is now. A child process made by ``fork`` gets a
-checkpointer of its own (threads do not survive a fork).
+file, and closes it; none is opened while the database has no WAL file. So a database removed
+underneath (a test run's) is not made anew and keeps no connection of this thread open (nor its
+WAL and shared-memory files), and a path that names another file (a restore) is checkpointed as
+it is now. A child process made by ``fork`` gets a checkpointer of its own (threads do not
+survive a fork).
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ class StreamingMultipart:
             self.fields_seen += 1
             if self.fields_seen > settings.DATA_UPLOAD_MAX_NUMBER_FIELDS:
                 raise TooManyFieldsSent(
-                    "The number of GET/POST parameters exceeded settings.DATA_UPLOAD_MAX_NUMBER_FIELDS."
+                    "The number of GET/POST parameters exceeded "
+                    "settings.DATA_UPLOAD_MAX_NUMBER_FIELDS."
                 )
         if disposition is None or "name" not in disposition[1]:
             return  # as Django: skipped
