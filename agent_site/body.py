@@ -138,10 +138,9 @@ class BodyStream:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     def _stalled(self) -> None:
-        # Under the lock: nothing arrived for idle_seconds since the client last could send.
-        self._failed = True
-        self._chunks.clear()
-        self._buffered = 0
+        # Under the lock (re-entrant): nothing arrived for idle_seconds since the client last could
+        # send. The body will not be whole, as when the client goes away.
+        self._settle(failed=True)
         raise _body_timeout(self.idle_seconds)
 
     def ready(self) -> bool:
