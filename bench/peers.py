@@ -294,18 +294,24 @@ def loadavg() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def _cpu_fields() -> list[int]:
+    """The machine's CPU ticks since boot by kind (/proc/stat's first line: user, nice, system,
+    idle, iowait, irq, softirq, steal, …)."""
+    return [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+
+
 def cpu_ticks() -> tuple[int, int]:
-    """(all, steal) CPU ticks since boot (/proc/stat). On a VM, a share of steal is time the host
-    gave to other guests: the load average does not show it, and it slows every side of a run."""
-    fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    """(all, steal) CPU ticks since boot. On a VM, a share of steal is time the host gave to
+    other guests: the load average does not show it, and it slows every side of a run."""
+    fields = _cpu_fields()
     return sum(fields[:8]), fields[7]
 
 
 def busy_share(seconds: float) -> float:
-    """The share of the CPUs busy over the next ``seconds`` (/proc/stat: all but idle and iowait)."""
+    """The share of the CPUs busy over the next ``seconds`` (all but idle and iowait)."""
 
     def ticks() -> tuple[int, int]:
-        fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+        fields = _cpu_fields()
         return sum(fields[:8]), fields[3] + fields[4]
 
     total0, idle0 = ticks()
