@@ -35,6 +35,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def wait_for(predicate, what: str, seconds: float = 60.0):
+    """Poll until ``predicate()`` answers something true, and answer it (a bound for failure,
+    not a timing assert)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"never saw {what} within {seconds} s")
+
+
 class DaphneNotReady(RuntimeError):
     """The server exited or did not become ready in time; the message ends with its output."""
 

@@ -20,7 +20,7 @@ import httpx
 import orjson
 import pytest
 
-from tests.servers import HOST, ROOT, DaphneServer
+from tests.servers import HOST, ROOT, DaphneServer, wait_for
 
 MIB = 1024 * 1024
 LIMIT = 80 * MIB
@@ -318,19 +318,6 @@ def _incoming(data_dir: Path) -> list[Path]:
     return [p for p in data_dir.rglob("blob-*") if p.is_file()]
 
 
-def _wait_for(predicate, what: str, seconds: float = 60.0):
-    """Poll until ``predicate()`` answers something true (a bound, not a timing assert)."""
-    import time
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"never saw {what} within {seconds} s")
-
-
 def _put_head(path: bytes, key: str, length: int) -> bytes:
     return (
         b"PUT " + path + b" HTTP/1.1\r\nHost: " + HOST.encode() + b"\r\nAuthorization: Bearer "
@@ -367,7 +354,7 @@ def test_the_body_is_stored_as_it_arrives(served):
     path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
     with socket.create_connection((HOST, server.port), timeout=60) as sock:
         sock.sendall(_put_head(path, key, len(first) + len(rest)) + first)
-        written = _wait_for(
+        written = wait_for(
             lambda: [p for p in _incoming(data_dir) if p.stat().st_size > 0],
             "the blob's file written before the last byte was sent",
         )
@@ -392,9 +379,9 @@ def test_a_client_gone_mid_body_leaves_nothing_behind(served):
     path = f"/reviewer/v1/artifacts/{record['id']}/content".encode()
     with socket.create_connection((HOST, server.port), timeout=60) as sock:
         sock.sendall(_put_head(path, key, 8 * MIB) + os.urandom(2 * MIB))
-        _wait_for(lambda: _incoming(data_dir), "the upload under way")
+        wait_for(lambda: _incoming(data_dir), "the upload under way")
     # Gone: the view's read fails, the half-written blob is removed, the record is as it was.
-    _wait_for(lambda: not _incoming(data_dir), "the half-written blob removed")
+    wait_for(lambda: not _incoming(data_dir), "the half-written blob removed")
     assert _files(data_dir) == kept
     assert client.get(f"/reviewer/v1/artifacts/{record['id']}").json()["content"]["size"] == 5
 
@@ -404,8 +391,8 @@ def test_a_client_gone_mid_body_leaves_nothing_behind(served):
     head = _post_head(key, boundary, 8 * MIB)
     with socket.create_connection((HOST, server.port), timeout=60) as sock:
         sock.sendall(head + part + os.urandom(2 * MIB))
-        _wait_for(lambda: _incoming(data_dir), "the multipart upload under way")
-    _wait_for(lambda: not _incoming(data_dir), "the half-written file part removed")
+        wait_for(lambda: _incoming(data_dir), "the multipart upload under way")
+    wait_for(lambda: not _incoming(data_dir), "the half-written file part removed")
     assert _files(data_dir) == kept
     assert client.get("/reviewer/v1/artifacts", params={"key": "cut"}).json()["results"] == []
 
@@ -528,12 +515,12 @@ def test_a_body_that_stalls_frees_its_thread_with_408(tmp_path):
         with socket.create_connection((HOST, server.port), timeout=30) as sock:
             sock.sendall(_put_head(path, key, 4 * MIB))
             sock.sendall(b"s" * MIB)  # a quarter of it, then nothing
-            _wait_for(lambda: _incoming(tmp_path), "the blob's incoming file")
+            wait_for(lambda: _incoming(tmp_path), "the blob's incoming file")
             answer = _read_response(sock)
         status, body = _envelope(answer)
         assert (status, body["error"]["code"]) == (408, "body_timeout")
         assert body["error"]["details"] == {"seconds": 1}
-        _wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
+        wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
 
         # A multipart tag that stalls in its file part: the same answer, nothing kept.
         head = _post_head(key, b"xyz", 4 * MIB)
@@ -543,7 +530,7 @@ def test_a_body_that_stalls_frees_its_thread_with_408(tmp_path):
             answer = _read_response(sock)
         status, body = _envelope(answer)
         assert (status, body["error"]["code"]) == (408, "body_timeout")
-        _wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
+        wait_for(lambda: _files(tmp_path) == kept, "the incoming file removed")
 
         after = client.get(f"/reviewer/v1/artifacts/{record['id']}")
         assert after.status_code == 200 and after.json()["content"]["size"] == 5

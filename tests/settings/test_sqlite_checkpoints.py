@@ -8,7 +8,6 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,7 @@ from django.db import connection
 from agent_site.settings import sqlite_database
 from agent_site.sqlite import checkpoint
 from agent_site.sqlite.base import DatabaseWrapper as SQLiteWrapper
-
-
-def _until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the checkpointer did not get there in time"
-        time.sleep(0.01)
+from tests.servers import wait_for
 
 
 def _rows_in_the_database_file(path: Path, tmp: Path) -> int:
@@ -77,7 +70,7 @@ def test_commits_are_checkpointed_on_the_checkpointers_thread(site_wrapper, tmp_
         wrapper.set_autocommit(True)
     # 50 small commits are far below wal_autocheckpoint (10,000 pages): no commit checkpointed.
     # Yet the rows reach the database file, copied there by the thread.
-    _until(lambda: _rows_in_the_database_file(path, tmp_path) == 50)
+    wait_for(lambda: _rows_in_the_database_file(path, tmp_path) == 50, "50 rows checkpointed", 10)
     assert checkpointer.checkpoints > before
     # Idle: no commits, no checkpoints.
     settled = checkpointer.checkpoints
@@ -101,7 +94,7 @@ def test_a_removed_database_is_not_made_anew_and_a_replaced_one_is_followed(tmp_
     writer = _wal_writer(path)
     checkpointer = checkpoint.for_file(str(path))
     checkpointer.wrote()
-    _until(lambda: checkpointer.checkpoints == 1)
+    wait_for(lambda: checkpointer.checkpoints == 1, "the first checkpoint", 10)
     assert _rows_in_the_database_file(path, tmp_path) == 1
 
     writer.close()  # the last connection: SQLite checkpoints and removes the WAL
@@ -119,7 +112,7 @@ def test_a_removed_database_is_not_made_anew_and_a_replaced_one_is_followed(tmp_
     # The path names another file (a restore): its WAL is the one checkpointed now.
     writer = _wal_writer(path)
     checkpointer.wrote()
-    _until(lambda: checkpointer.checkpoints == 2)
+    wait_for(lambda: checkpointer.checkpoints == 2, "the restored file checkpointed", 10)
     assert _rows_in_the_database_file(path, tmp_path) == 1
     writer.close()
 
