@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import html
 from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile, StopFutureHandlers
 from django.http import QueryDict
+from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
 from django.utils.datastructures import MultiValueDict
 from django.utils.encoding import force_str
 from django.utils.http import parse_header_parameters
@@ -48,11 +48,10 @@ class MultipartError(Exception):
 
 
 def sanitize_file_name(file_name: str) -> str | None:
-    """As Django (``MultiPartParser.sanitize_file_name``): no path, no unprintable characters, and
-    nothing left of ``.`` and ``..``."""
-    file_name = html.unescape(file_name).rsplit("/")[-1].rsplit("\\")[-1]
-    file_name = "".join(char for char in file_name if char.isprintable())
-    return None if file_name in {"", ".", ".."} else file_name
+    """Django's own rule (``MultiPartParser.sanitize_file_name``: no path, no unprintable
+    characters, nothing left of ``.`` and ``..``), called without a parser: it reads none of its
+    state."""
+    return DjangoMultiPartParser.sanitize_file_name(cast(Any, None), file_name)
 
 
 def _header(line: bytes) -> tuple[str, tuple[str, dict[str, bytes]]] | None:
