@@ -275,7 +275,6 @@ class StreamingMultipart:
             self.field_bytes += len(part.field_name) + 2
             self._check_field_bytes(0)
             self.post.appendlist(part.field_name, force_str(data, self.encoding, errors="replace"))
-        self.part = _Part()
 
     def _end(self) -> None:
         self.ended = True
