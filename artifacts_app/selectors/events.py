@@ -44,9 +44,11 @@ def replay_page(stream: Stream, after: int, *, check_retention: bool) -> Replay:
     truncated_from = None
     if check_retention:
         # seq starts at 1 and has no holes, so a first stored seq past after+1 means pruned events.
+        # The agent's last seq is read first: a tag that commits between the two reads then shows
+        # as a stored event, never as an empty table with a newer last seq (a false truncation).
+        last = agent_last_seq(stream.agent_id)
         oldest = Event.objects.filter(agent_id=stream.agent_id).aggregate(m=Min("seq"))["m"]
         if oldest is None:
-            last = agent_last_seq(stream.agent_id)
             if last > after:
                 truncated_from = last + 1
         elif oldest > after + 1:

@@ -251,3 +251,24 @@ async def test_pin_events_are_fanned_out_stored_and_replayed(keys):
     assert (await replay.connect())[0]
     assert shape(await receive_n(replay, 3)) == expected[1:]
     await replay.disconnect()
+
+
+def test_a_tag_committed_during_the_retention_check_is_not_a_truncation(keys, monkeypatch):
+    # CI caught it once: a client joining with after=0 while the first tag committed was told
+    # `replay.truncated` — the stored events read empty, then the agent's last seq read 1.
+    from artifacts_app import selectors
+    from artifacts_app.selectors import events
+
+    agent = keys["agent"]
+    real = events.agent_last_seq
+
+    def tag_commits_meanwhile(agent_id: int) -> int:
+        monkeypatch.setattr(events, "agent_last_seq", real)
+        services.artifact_tag(agent=agent, kind="note", key="meanwhile", data={})
+        return real(agent_id)
+
+    monkeypatch.setattr(events, "agent_last_seq", tag_commits_meanwhile)
+    stream = events.Stream(agent_id=agent.pk, slug=agent.slug, session_sid=None)
+    page = selectors.replay_page(stream, 0, check_retention=True)
+    assert page.truncated_from is None
+    assert [e["seq"] for e in page.events] == [1]
