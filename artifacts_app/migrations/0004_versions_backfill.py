@@ -3,8 +3,15 @@
 Runs in batches of primary keys, each its own transaction, and copies rows with one
 ``INSERT … SELECT`` per batch, so no row is ever loaded into Python: a million records cost a
 thousand short statements, not a million objects. It can be interrupted and run again: a record
-that has a version already is skipped. The version's moment is the record's ``updated_at`` (when
-the tag that stored what it holds committed).
+whose version is stored already is skipped (``ON CONFLICT DO NOTHING`` on the (artifact, number)
+constraint). The version's moment is the record's ``updated_at`` (when the tag that stored what it
+holds committed).
+
+Why a conflict clause and not ``NOT EXISTS (SELECT … FROM versions)``: the skip must cost one
+probe of the unique index per row whatever the planner believes. PostgreSQL planned that anti-join
+from the versions table's statistics; analysed while it held only dead rows (inserts rolled back),
+the table read as empty at any size, the plan scanned it once per record, and each batch cost
+O(rows copied so far): a 200k-record backfill ran for hours instead of seconds.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ COLUMNS = (
 
 
 def backfill(apps, schema_editor, batch: int = BATCH) -> int:
-    """Insert version ``artifact.version`` for every artifact that has none; answers how many."""
+    """Insert version ``artifact.version`` of every artifact that lacks it; answers how many."""
     connection = schema_editor.connection
     q = connection.ops.quote_name
     artifacts = q(apps.get_model("artifacts_app", "Artifact")._meta.db_table)
@@ -34,8 +41,8 @@ def backfill(apps, schema_editor, batch: int = BATCH) -> int:
     insert = (
         f"INSERT INTO {versions} (artifact_id, number, {copied}, created_at) "
         f"SELECT a.id, a.version, {', '.join('a.' + q(c) for c in COLUMNS)}, a.updated_at "
-        f"FROM {artifacts} a WHERE a.id > %s{{upper}} AND NOT EXISTS "
-        f"(SELECT 1 FROM {versions} v WHERE v.artifact_id = a.id)"
+        f"FROM {artifacts} a WHERE a.id > %s{{upper}} "
+        "ON CONFLICT (artifact_id, number) DO NOTHING"
     )
     done = 0
     low = ""

@@ -19,14 +19,15 @@ N = 200_000
 IN_SESSION = 2_000
 
 
-def bulk_insert(agent_id: int, session_pk: int) -> None:
+def bulk_insert(agent_id: int, session_pk: int, count: int = N) -> None:
+    """``count`` records of the agent written by SQL (no versions, no events), oldest first."""
     table = connection.ops.quote_name(Artifact._meta.db_table)
     columns = "id, agent_id, kind, data, session_id, source, created_at, updated_at"
     start = timezone.now() - timedelta(days=60)
     with transaction.atomic(), connection.cursor() as cursor:
-        for offset in range(0, N, 10_000):
+        for offset in range(0, count, 10_000):
             rows = []
-            for i in range(offset, offset + 10_000):
+            for i in range(offset, min(offset + 10_000, count)):
                 at = connection.ops.adapt_datetimefield_value(start + timedelta(seconds=i))
                 rows.append(
                     (
@@ -44,7 +45,7 @@ def bulk_insert(agent_id: int, session_pk: int) -> None:
                 f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", rows
             )
         cursor.execute(
-            "UPDATE artifacts_app_agent SET artifact_count = %s WHERE id = %s", [N, agent_id]
+            "UPDATE artifacts_app_agent SET artifact_count = %s WHERE id = %s", [count, agent_id]
         )
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps as django_apps
-from django.db import connection
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from artifacts_app import services
@@ -158,3 +159,43 @@ def test_backfill_of_200k_records_keeps_memory_flat():
     # 200,000 records as Python rows would be hundreds of MiB; a batch of ids is nothing.
     assert grown < 30 * 1024 * 1024, f"RSS grew by {grown / 2**20:.0f} MiB"
     assert ArtifactVersion.objects.filter(number=1).count() == N
+
+
+class _RolledBack(Exception):
+    pass
+
+
+@pytest.mark.scale
+@pytest.mark.django_db(transaction=True)
+def test_backfill_never_reads_the_versions_table_whatever_its_statistics():
+    """PostgreSQL plans from statistics: analysed while it held only rolled-back rows, the versions
+    table reads as empty at any size. A batch that looked versions up by a join then scanned the
+    whole table once per record (the CI's 200k backfill ran past its 300 s); the skip is a
+    conflict on the unique index, so no batch's plan reads versions at all."""
+    from tests.commands.test_prune_large import bulk_insert
+
+    scratch = services.agent_create(slug="rolled-back", max_artifacts=1000)
+    with pytest.raises(_RolledBack), transaction.atomic():
+        for i in range(300):
+            services.artifact_tag(agent=scratch, key=f"k{i}", data={"pad": "x" * 500})
+        raise _RolledBack
+    table = ArtifactVersion._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {table}")
+        cursor.execute("SELECT relpages, reltuples FROM pg_class WHERE relname = %s", [table])
+        pages, tuples = cursor.fetchone()
+    assert pages > 0 and tuples == 0  # the statistics that read as "empty at any size"
+
+    agent = services.agent_create(slug="backfill-stats", max_artifacts=10_000)
+    bulk_insert(agent.pk, services.session_create(agent=agent, sid="s").pk, count=3_000)
+    with CaptureQueriesContext(connection) as queries:
+        assert _backfill(batch=500) == 3_000
+    inserts = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("INSERT")]
+    assert len(inserts) == 7  # six full batches and the open-ended last one
+    for sql in inserts:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        scans = [line for line in plan.splitlines() if table in line and "Insert on" not in line]
+        assert scans == [], plan
+    assert ArtifactVersion.objects.filter(number=1).count() == 3_000
