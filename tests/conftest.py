@@ -39,6 +39,15 @@ def _close_worker_connections(django_db_setup, django_db_blocker):
     gc.collect()  # connections of threads that ended but are still referenced from a cycle
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fast_passwords():
+    """Every user a test makes in this process is hashed by one round of PBKDF2 (tests/hashers.py)."""
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["tests.hashers.OneRoundPBKDF2PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _isolated_storage(settings, tmp_path: Path, _s3_server):
     """Each test gets its own blob directory (or S3 prefix), so blob assertions see only their own files."""

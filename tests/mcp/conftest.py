@@ -24,7 +24,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import TEST_AGENTS
 from tests.consumers.live import test_database_url
-from tests.rest.conftest import World, _fast_passwords, staff, world  # noqa: F401
+from tests.rest.conftest import World, staff, world  # noqa: F401
 from tests.servers import ROOT, DaphneServer
 
 

@@ -90,12 +90,6 @@ def api(world) -> Client:
     return Client()
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    """The users here log in with tokens or force_login: PBKDF2 would only make the matrix slow."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def body(response) -> bytes:
     """The whole body of a response, streamed ones (an async generator) included."""
     if not getattr(response, "streaming", False):
