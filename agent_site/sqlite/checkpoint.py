@@ -58,7 +58,7 @@ class Checkpointer:
             self._wrote.wait()
             time.sleep(GATHER)
             self._wrote.clear()
-            if not os.path.exists(self.path + "-wal"):
+            if not self._present():
                 # No database (yet, or any more), or no WAL: its last connection closed, and
                 # checkpointed it. Opening one now would make a WAL, left behind if the database
                 # is removed meanwhile (a test run's, at its end).
@@ -66,6 +66,8 @@ class Checkpointer:
             try:
                 self._checkpoint()
             except Exception as exc:  # the thread must outlive any one failure
+                if not self._present():
+                    continue  # removed while it was checkpointed (a test run's, at its end)
                 # The commit's own autocheckpoint still applies; say so once, not per commit.
                 if not self._failing:
                     log.warning("WAL checkpoint of %s failed: %s", self.path, exc)
@@ -74,6 +76,10 @@ class Checkpointer:
                 if self._failing:
                     log.info("WAL checkpoints of %s work again", self.path)
                     self._failing = False
+
+    def _present(self) -> bool:
+        """The database and its WAL are there (a removed database's WAL may outlive it)."""
+        return os.path.exists(self.path) and os.path.exists(self.path + "-wal")
 
     def _checkpoint(self) -> None:
         db = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=1.0)

@@ -125,3 +125,31 @@ def test_a_checkpointer_whose_thread_is_gone_is_started_anew(tmp_path):
     first.pid = -1  # as the child sees it: made by another process
     again = checkpoint.for_file(path)
     assert again is not first and again.alive()
+
+
+def test_a_failing_checkpoint_is_told_once_and_a_removed_database_not_at_all(tmp_path, caplog):
+    path = tmp_path / "broken.sqlite3"
+    path.write_bytes(b"not a database" * 100)
+    Path(f"{path}-wal").write_bytes(b"")
+    checkpointer = checkpoint.for_file(str(path))
+    with caplog.at_level("INFO", logger=checkpoint.__name__):
+        for _ in range(3):
+            checkpointer.wrote()
+            time.sleep(checkpoint.GATHER * 4)
+        wait_for(lambda: caplog.records, "the failure told", 10)
+        assert [r.getMessage() for r in caplog.records] == [
+            f"WAL checkpoint of {path} failed: file is not a database"
+        ]  # once, not per commit
+        caplog.clear()
+
+        # A database removed while its checkpoint ran (a test run's, at its end): nothing to tell.
+        def removed_meanwhile() -> None:
+            path.unlink()
+            raise sqlite3.OperationalError("disk I/O error")
+
+        checkpointer._failing = False
+        checkpointer._checkpoint = removed_meanwhile  # type: ignore[method-assign]
+        checkpointer.wrote()
+        wait_for(lambda: not path.exists(), "the checkpoint that found it removed", 10)
+        time.sleep(checkpoint.GATHER * 4)
+        assert caplog.records == [] and checkpointer._thread.is_alive()
