@@ -382,7 +382,8 @@ FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "tmp")
 
 
 def s3_storage_from_env() -> dict:
-    """The ``artifacts`` storage for ``ARTIFACTS_STORAGE=s3`` (django-storages' S3Storage).
+    """The ``artifacts`` storage for ``ARTIFACTS_STORAGE=s3`` (django-storages' S3Storage, its
+    sessions sharing one botocore data loader: agent_site/s3.py).
 
     Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (or an instance role), as
     boto3 reads them; the rest from ARTIFACTS_S3_* variables.
@@ -409,7 +410,7 @@ def s3_storage_from_env() -> dict:
     s3_config = {"addressing_style": "path"} if endpoint else {}
 
     return {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "agent_site.s3.S3Storage",
         "OPTIONS": {
             "bucket_name": bucket,
             "endpoint_url": endpoint,

@@ -151,7 +151,7 @@ def dead_s3(settings, port: int) -> None:
 
     storages = {name: dict(conf) for name, conf in settings.STORAGES.items()}
     storages["artifacts"] = {
-        "BACKEND": "storages.backends.s3.S3Storage",
+        "BACKEND": "agent_site.s3.S3Storage",
         "OPTIONS": {
             "bucket_name": "gone",
             "endpoint_url": f"http://127.0.0.1:{port}",

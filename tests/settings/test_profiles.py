@@ -100,7 +100,7 @@ def test_s3_settings_select_django_storages():
         ARTIFACTS_STORAGE="s3", ARTIFACTS_S3_BUCKET="b", ARTIFACTS_S3_ENDPOINT_URL="http://h:9"
     )
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "storages.backends.s3.S3Storage"
+    assert proc.stdout.strip() == "agent_site.s3.S3Storage"
 
 
 def test_database_url_pool_and_conn_max_age():
@@ -153,7 +153,7 @@ def test_redirect_url_is_none_on_local_storage(db, settings):
 @pytest.mark.scale
 def test_s3_blob_round_trip_and_presigned_redirect(db, settings):
     """Scale profile: blobs live in S3 (moto); a presigned URL serves them with our headers."""
-    assert settings.STORAGES["artifacts"]["BACKEND"] == "storages.backends.s3.S3Storage"
+    assert settings.STORAGES["artifacts"]["BACKEND"] == "agent_site.s3.S3Storage"
     stored = blobs.blob_put(b"# report\n" * 1000)
     assert blobs.blob_exists(stored.sha256)
     assert blobs.blob_read(stored.sha256, start=2, end=7) == b"report"
