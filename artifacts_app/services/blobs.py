@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
 from django.utils import timezone
 
 from artifacts_app import blobs  # the storage layer; this module is the collection service
@@ -121,20 +120,25 @@ def _adopt_strays(cutoff: datetime, *, dry_run: bool) -> tuple[int, int]:
 
 
 def _candidates(cutoff: datetime) -> Iterator[tuple[str, int]]:
-    unreferenced = (
-        Blob.objects.filter(created_at__lt=cutoff)
-        .exclude(Exists(Artifact.objects.filter(blob_id=OuterRef("pk"))))
-        .exclude(Exists(ArtifactVersion.objects.filter(blob_id=OuterRef("pk"))))
-        .order_by("sha256")
-    )
+    """Rows older than ``cutoff`` that no record and no version points at, in sha256 order.
+
+    A batch of old rows, then which of them are pointed at, by two lookups of that list in the
+    tables' blob indexes — not one anti-join: PostgreSQL plans an anti-join from the tables'
+    statistics, and with statistics that read a table as empty (analysed while it held only
+    rolled-back rows) it walked the whole blob index once per candidate (docs/architecture.md,
+    the versions migration). A lookup by a list cannot become that."""
+    old = Blob.objects.filter(created_at__lt=cutoff).order_by("sha256")
     position = ""
     while True:
-        rows = list(
-            unreferenced.filter(sha256__gt=position).values_list("sha256", "size")[:BATCH_SIZE]
-        )
+        rows = list(old.filter(sha256__gt=position).values_list("sha256", "size")[:BATCH_SIZE])
         if not rows:
             return
-        yield from rows
+        names = [sha for sha, _ in rows]
+        used = set(Artifact.objects.filter(blob_id__in=names).values_list("blob_id", flat=True))
+        used.update(
+            ArtifactVersion.objects.filter(blob_id__in=names).values_list("blob_id", flat=True)
+        )
+        yield from (row for row in rows if row[0] not in used)
         position = rows[-1][0]
 
 

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from artifacts_app import blobs, services
@@ -158,3 +158,67 @@ def test_temporary_files_of_unfinished_uploads_go_after_the_grace(db, settings, 
     assert "removed 2 temporary file(s) of unfinished uploads, 10 bytes" in gc()
     assert not any(os.path.exists(p) for p in old)
     assert os.path.exists(young) and os.path.exists(other)  # in progress; not ours
+
+
+def test_candidates_are_the_old_unreferenced_rows_across_batches(db, monkeypatch):
+    from artifacts_app.services import blobs as blobgc
+
+    monkeypatch.setattr(blobgc, "BATCH_SIZE", 3)  # the rows below span several batches
+    agent = services.agent_create(slug="gc-batches", max_artifacts=100)
+    first = services.artifact_tag(agent=agent, key="r", data={}, contents=b"version 1").record
+    in_a_version = first.content.sha256  # only version 1 points at it after the re-tag
+    current = services.artifact_tag(agent=agent, key="r", data={}, contents=b"version 2").record
+    orphans = {orphan(agent, f"o{i}", f"orphan {i}".encode()) for i in range(7)}
+    young = orphan(agent, "young", b"young orphan")
+    for sha in (in_a_version, current.content.sha256, *orphans):
+        age(sha)
+    cutoff = timezone.now() - timedelta(hours=1)
+    assert {sha for sha, _ in blobgc._candidates(cutoff)} == orphans
+    assert young not in orphans and Blob.objects.count() == 10
+
+
+class _RolledBack(Exception):
+    pass
+
+
+@pytest.mark.scale
+@pytest.mark.django_db(transaction=True)
+def test_candidates_never_join_whatever_the_statistics():
+    """With statistics that read the artifact and version tables as empty (analysed while they
+    held only rolled-back rows), PostgreSQL planned the old anti-joins from them (seen: a nested
+    loop walking the versions' whole blob index once per candidate); a lookup by a list of names
+    has no join to plan badly."""
+    from django.test.utils import CaptureQueriesContext
+
+    from artifacts_app.models import ArtifactVersion
+    from artifacts_app.services import blobs as blobgc
+
+    agent = services.agent_create(slug="gc-stats", max_artifacts=1000)
+    with pytest.raises(_RolledBack), transaction.atomic():
+        for i in range(200):
+            services.artifact_tag(agent=agent, key=f"k{i}", data={}, contents=f"b{i}".encode())
+        raise _RolledBack
+    tables = [Artifact._meta.db_table, ArtifactVersion._meta.db_table]
+    with connection.cursor() as cursor:
+        for table in tables:
+            cursor.execute(f"ANALYZE {table}")
+        cursor.execute(
+            "SELECT relname, relpages > 0 AND reltuples = 0 FROM pg_class WHERE relname = ANY(%s)",
+            [tables],
+        )
+        assert dict(cursor.fetchall()) == dict.fromkeys(tables, True)  # "empty at any size"
+
+    kept = services.artifact_tag(agent=agent, key="kept", data={}, contents=b"kept").record
+    gone = orphan(agent, "gone", b"gone")
+    for sha in (kept.content.sha256, gone):
+        age(sha)
+    with CaptureQueriesContext(connection) as queries:
+        found = [sha for sha, _ in blobgc._candidates(timezone.now() - timedelta(hours=1))]
+    assert found == [gone]
+    selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    for sql in selects:
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN {sql}")
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "Join" not in plan, plan
+    assert len(selects) == 4  # a batch and its two lookups, then the empty batch
