@@ -24,6 +24,8 @@ from storages.backends.s3 import S3Storage as _S3Storage
 
 _loader: Loader | None = None
 _lock = threading.Lock()
+_first = threading.Lock()  # the process's first connection: the models are parsed once
+_parsed = False
 
 
 class _SearchPaths(list):
@@ -52,6 +54,19 @@ def shared_loader(core: botocore.session.Session) -> Loader:
 
 class S3Storage(_S3Storage):
     """S3Storage whose per-thread sessions share the process's parsed botocore models."""
+
+    @property
+    def connection(self) -> Any:
+        """This thread's resource (as S3Storage's). The process's first is made under a lock:
+        the loader's cache does not lock, so threads whose first call overlapped the first
+        parse (~130 ms) would each parse, and keep, a copy of their own."""
+        global _parsed
+        if not _parsed:
+            with _first:
+                resource = super().connection
+                _parsed = True
+                return resource
+        return super().connection
 
     def _create_session(self) -> boto3.Session:
         core = botocore.session.get_session()

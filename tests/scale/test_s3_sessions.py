@@ -34,7 +34,9 @@ def test_each_thread_has_its_own_session_and_all_share_one_loader():
             name = storage.save(f"threads/{i}", ContentFile(b"x" * (i + 1)))
             with storage.open(name) as fh:  # a real round trip to the S3 server (moto here)
                 assert fh.read() == b"x" * (i + 1)
+            # save/open went through the storage's cached bucket; this is the thread's own.
             connections[i] = storage.connection
+            assert storage.exists(name)  # a call on it
         except BaseException as exc:  # reported by the test's thread
             errors.append(exc)
 
@@ -58,3 +60,28 @@ def test_each_thread_has_its_own_session_and_all_share_one_loader():
     assert grown < THREADS * 3 * 2**20, (
         f"{THREADS} threads' sessions grew RSS by {grown / 2**20:.1f} MiB"
     )
+
+
+@pytest.mark.scale
+def test_threads_whose_first_calls_overlap_parse_the_models_once(monkeypatch):
+    """The loader's cache does not lock: the process's first connection is made under a lock, so
+    threads starting together wait for one parse instead of each keeping a copy of their own."""
+    from agent_site import s3
+
+    monkeypatch.setattr(s3, "_loader", None)  # as a new process: nothing parsed yet
+    monkeypatch.setattr(s3, "_parsed", False)
+    storage = storages["artifacts"]
+    start = threading.Barrier(THREADS)
+    models: list[object] = []
+
+    def connect() -> None:
+        start.wait(30)
+        models.append(storage.connection.meta.client.meta.service_model._service_description)
+
+    threads = [threading.Thread(target=connect) for _ in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(models) == THREADS
+    assert len({id(model) for model in models}) == 1
