@@ -13,6 +13,7 @@ from django.urls import reverse
 
 from artifacts_app import services
 from artifacts_app.models import Agent, Artifact, Event
+from tests.plans import explain
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -86,13 +87,6 @@ def test_admin_pages_run_as_many_statements_at_100k_as_at_1k(staff_client, revie
         for sql in large[name]:
             big = "artifacts_app_artifact" in sql or "artifacts_app_event" in sql
             assert not big or "COUNT(" not in sql.upper() or "GROUP BY" in sql.upper(), sql
-
-
-def explain(sql: str, params=()) -> str:
-    prefix = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
-    with connection.cursor() as cursor:
-        cursor.execute(prefix + sql, params)
-        return "\n".join(" ".join(str(c) for c in row) for row in cursor.fetchall())
 
 
 def test_dashboard_statements_use_their_indexes(reviewer, freeform, capsys):
