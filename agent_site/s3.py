@@ -24,9 +24,9 @@ from botocore.loaders import Loader
 from storages.backends.s3 import S3Storage as _S3Storage
 
 _loader: Loader | None = None
-_lock = threading.Lock()
-_first = threading.Lock()  # the process's first connection: the models are parsed once
-_parsed = False
+# Guards the loader's making and the process's first connection, which makes it (re-entrant).
+_lock = threading.RLock()
+_parsed = False  # the first connection is made: the models are in the loader's cache
 
 
 class _SearchPaths(list):
@@ -63,7 +63,7 @@ class S3Storage(_S3Storage):
         parse (~130 ms) would each parse, and keep, a copy of their own."""
         global _parsed
         if not _parsed:
-            with _first:
+            with _lock:
                 resource = super().connection
                 _parsed = True
                 return resource

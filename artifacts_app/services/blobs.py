@@ -134,15 +134,11 @@ def _candidates(cutoff: datetime) -> Iterator[tuple[str, int]]:
         if not rows:
             return
         names = [sha for sha, _ in rows]
-        # DISTINCT: a common blob (an empty file) may be pointed at by a million rows.
-        used = set(
-            Artifact.objects.filter(blob_id__in=names).values_list("blob_id", flat=True).distinct()
-        )
-        used.update(
-            ArtifactVersion.objects.filter(blob_id__in=names)
-            .values_list("blob_id", flat=True)
-            .distinct()
-        )
+        used: set[str] = set()
+        for model in (Artifact, ArtifactVersion):
+            # DISTINCT: a common blob (an empty file) may be pointed at by a million rows.
+            pointed = model.objects.filter(blob_id__in=names).values_list("blob_id", flat=True)
+            used.update(pointed.distinct())
         yield from (row for row in rows if row[0] not in used)
         position = rows[-1][0]
 
