@@ -50,7 +50,8 @@ def _fast_passwords():
 
 @pytest.fixture(autouse=True)
 def _isolated_storage(settings, tmp_path: Path, _s3_server):
-    """Each test gets its own blob directory (or S3 prefix), so blob assertions see only their own files."""
+    """Each test gets its own blob directory (or S3 prefix) and upload temp directory, so blob
+    assertions and gc_blobs' sweeps see only their own files."""
     storages = {name: dict(conf) for name, conf in settings.STORAGES.items()}
     if storages["artifacts"]["BACKEND"].endswith("FileSystemStorage"):
         storages["artifacts"]["OPTIONS"] = {"location": tmp_path / "blobs"}
@@ -61,6 +62,10 @@ def _isolated_storage(settings, tmp_path: Path, _s3_server):
         storages["artifacts"]["OPTIONS"] = options
         settings.STORAGES = storages
     settings.ARTIFACTS_AGENTS = dict(TEST_AGENTS)
+    # Temporary upload files too (Django's spool; BlobWriter's with S3): gc_blobs' sweep in a test
+    # of one xdist worker removed a live upload's file of the other's from the shared var/tmp.
+    (tmp_path / "upload-tmp").mkdir()
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "upload-tmp")
     yield
     shutil.rmtree(tmp_path / "blobs", ignore_errors=True)
 
