@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
@@ -51,11 +50,16 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
-# Seconds; docs/operations.md "Timeouts". The statement timeout is PostgreSQL's (a silent server
-# is caught by the connect timeout, or by the pool's wait for a connection).
-DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 5, minimum=1)
+# Seconds; docs/operations.md "When a dependency fails". The statement timeout is PostgreSQL's;
+# the client's own bound (agent_site/postgresql) ends a wait for a server that stalls with a
+# statement in flight. The connect timeout stays below daphne's websocket handshake timeout (5 s):
+# a stream whose database cannot be reached is closed with 4503, not dropped at the handshake.
+DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1)
 DATABASE_STATEMENT_TIMEOUT = env_int("DATABASE_STATEMENT_TIMEOUT", 30, minimum=1)
-DATABASE_POOL_TIMEOUT = env_int("DATABASE_POOL_TIMEOUT", 10, minimum=1)
+DATABASE_CLIENT_TIMEOUT = env_int(
+    "DATABASE_CLIENT_TIMEOUT", DATABASE_STATEMENT_TIMEOUT + 5, minimum=1
+)
+DATABASE_POOL_TIMEOUT = env_int("DATABASE_POOL_TIMEOUT", 4, minimum=1)
 
 
 def database_from_url(url: str) -> dict:
@@ -74,11 +78,24 @@ def database_from_url(url: str) -> dict:
         # request. connect_timeout bounds the connection (the handshake included), and the
         # server ends a statement past statement_timeout; both overridable in the URL.
         options.setdefault("connect_timeout", str(DATABASE_CONNECT_TIMEOUT))
+        # A peer that vanishes (a host down, a dropped route) is noticed by TCP itself: keepalives
+        # on an idle connection, and tcp_user_timeout for bytes sent and never acknowledged. A
+        # server that stalls while its kernel still acknowledges (a stopped process) is caught
+        # by DATABASE_CLIENT_TIMEOUT instead (agent_site/postgresql).
+        for option, value in (
+            ("keepalives", "1"),
+            ("keepalives_idle", "30"),
+            ("keepalives_interval", "5"),
+            ("keepalives_count", "3"),
+            ("tcp_user_timeout", str(DATABASE_CLIENT_TIMEOUT * 1000)),
+        ):
+            options.setdefault(option, value)
         statement = f"-c statement_timeout={DATABASE_STATEMENT_TIMEOUT * 1000}"
         if "statement_timeout" not in options.get("options", ""):
             options["options"] = f"{options.get('options', '')} {statement}".strip()
         config: dict = {
-            "ENGINE": "django.db.backends.postgresql",
+            # Django's backend, each wait for the server bounded by DATABASE_CLIENT_TIMEOUT.
+            "ENGINE": "agent_site.postgresql",
             "NAME": name,
             "USER": unquote(parts.username or ""),
             "PASSWORD": unquote(parts.password or ""),
@@ -93,12 +110,13 @@ def database_from_url(url: str) -> dict:
         }
         if pool:
             config["CONN_MAX_AGE"] = 0
+            # Django builds psycopg's pool from these and adds its own `check` (the health check
+            # of CONN_HEALTH_CHECKS): a connection the server dropped (a restart,
+            # pg_terminate_backend) is replaced when it is taken from the pool, never handed to a
+            # request. Passing `check` here too made every connection fail with a TypeError.
             config["OPTIONS"]["pool"] = {
                 "min_size": 1,
                 "max_size": env_int("DATABASE_POOL_SIZE", 10, minimum=1),
-                # A connection the server dropped (restart, pg_terminate_backend) is replaced
-                # when it is taken from the pool, not handed to a request.
-                "check": _pool_check,
                 # A request waits this long for a free connection, then fails (503), not forever.
                 "timeout": DATABASE_POOL_TIMEOUT,
             }
@@ -115,12 +133,6 @@ def database_from_url(url: str) -> dict:
     raise ImproperlyConfigured(
         f"DATABASE_URL scheme {scheme!r} is not supported: use postgres://… or sqlite:///…."
     )
-
-
-def _pool_check(connection: Any) -> None:
-    from psycopg_pool import ConnectionPool
-
-    ConnectionPool.check_connection(connection)
 
 
 def sqlite_database(path: Path) -> dict:
@@ -425,11 +437,18 @@ def s3_storage_from_env() -> dict:
             "addressing_style": "path" if endpoint else None,
             # Bounded calls (faults): a storage that stalls fails a request with 503 in seconds.
             # Given here, the client config must carry the addressing style itself.
+            # Each read of a streamed download waits at most the read timeout; a storage that
+            # accepts and never answers fails a call after max_attempts × read timeout (+ the
+            # standard mode's backoff, under 1 s for one retry): ~11 s by default, answered 503
+            # before a proxy's own 60 s gives up with a 504.
             "client_config": Config(
                 s3=s3_config,
-                connect_timeout=env_int("ARTIFACTS_S3_CONNECT_TIMEOUT", 5, minimum=1),
-                read_timeout=env_int("ARTIFACTS_S3_READ_TIMEOUT", 30, minimum=1),
-                retries={"max_attempts": 3, "mode": "standard"},
+                connect_timeout=env_int("ARTIFACTS_S3_CONNECT_TIMEOUT", 3, minimum=1),
+                read_timeout=env_int("ARTIFACTS_S3_READ_TIMEOUT", 5, minimum=1),
+                retries={
+                    "max_attempts": env_int("ARTIFACTS_S3_MAX_ATTEMPTS", 2, minimum=1),
+                    "mode": "standard",
+                },
             ),
             # Multipart uploads of 8 MiB parts, two at a time: memory stays bounded per upload.
             "transfer_config": TransferConfig(

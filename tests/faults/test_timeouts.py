@@ -12,12 +12,30 @@ from agent_site.settings import database_from_url
 
 
 def test_postgresql_urls_get_connect_and_statement_timeouts_by_default():
-    options = database_from_url("postgres://u@db/art")["OPTIONS"]
-    assert options["connect_timeout"] == "5"
+    config = database_from_url("postgres://u@db/art")
+    options = config["OPTIONS"]
+    # Below daphne's 5 s websocket handshake timeout: an unreachable database closes with 4503.
+    assert options["connect_timeout"] == "3"
     assert options["options"] == "-c statement_timeout=30000"
-    pooled = database_from_url("postgres://u@db/art?pool=1")["OPTIONS"]
-    assert pooled["pool"]["timeout"] == 10 and callable(pooled["pool"]["check"])
-    assert pooled["connect_timeout"] == "5"
+    # TCP's own bounds for a peer that vanishes, and the client's bound for one that stalls.
+    assert options["keepalives"] == "1" and options["tcp_user_timeout"] == "35000"
+    assert config["ENGINE"] == "agent_site.postgresql"
+    pooled = database_from_url("postgres://u@db/art?pool=1")
+    # Django adds the pool's health check itself (CONN_HEALTH_CHECKS): a `check` here too made
+    # every connection fail ("got multiple values for keyword argument 'check'").
+    assert "check" not in pooled["OPTIONS"]["pool"] and pooled["CONN_HEALTH_CHECKS"] is True
+    assert pooled["OPTIONS"]["pool"]["timeout"] == 4
+    assert pooled["OPTIONS"]["connect_timeout"] == "3"
+
+
+def test_the_pool_options_build_djangos_pool():
+    pytest.importorskip("psycopg_pool", reason="?pool=1 needs psycopg[pool] (the scale extras)")
+    from agent_site.postgresql.base import DatabaseWrapper
+
+    config = database_from_url("postgres://u@127.0.0.1:9/art?pool=1")
+    wrapper = DatabaseWrapper({**connection.settings_dict, **config, "TEST": {}}, alias="pooled")
+    pool = wrapper.pool  # built as Django builds it, not opened: no server needed
+    assert pool is not None and pool.max_size == 10 and pool.timeout == 4
 
 
 def test_the_url_overrides_the_timeouts():
@@ -47,7 +65,9 @@ def test_redis_and_s3_clients_are_bounded():
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    assert config.connect_timeout == 5 and config.read_timeout == 30
+    # A stalled S3 fails a call within 2 × 5 s (+ one backoff), far under a proxy's 60 s.
+    assert config.connect_timeout == 3 and config.read_timeout == 5
+    assert config.retries == {"max_attempts": 2, "mode": "standard"}
     assert config.s3 == {"addressing_style": "path"}
 
 

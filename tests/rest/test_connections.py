@@ -1,6 +1,10 @@
 """Database connections live as long as their request thread (DESIGN.md §10, agent_site/asgi.py):
 reused across the requests of one thread, never shared between threads, and replaced — not reused
-— when broken underneath (the SQLite file replaced; the PostgreSQL backend terminated)."""
+— when broken underneath (the SQLite file replaced; the PostgreSQL backend terminated).
+
+With ``?pool=1`` on ``DATABASE_URL`` (.ci/run runs this file so) psycopg's pool holds them instead:
+a request takes one and gives it back, the process never holds more than the pool's ``max_size``,
+and one terminated underneath is replaced by the pool's check, never handed to a request."""
 
 from __future__ import annotations
 
@@ -21,6 +25,12 @@ from agent_site.sqlite.base import DatabaseWrapper as SQLiteWrapper
 from artifacts_app import services
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+POOLED = bool(connection.settings_dict["OPTIONS"].get("pool"))
+per_thread = pytest.mark.skipif(
+    POOLED, reason="?pool=1: the pool holds the connections (the test_pooled_… tests below)"
+)
+pooled = pytest.mark.skipif(not POOLED, reason="needs ?pool=1 on DATABASE_URL (.ci/run runs it)")
 
 
 @pytest.fixture
@@ -82,6 +92,7 @@ def _run(coro):
     return asyncio.run(coro)
 
 
+@per_thread
 def test_connection_is_reused_across_the_requests_of_one_thread(key, seen):
     created, finished = seen
 
@@ -96,6 +107,7 @@ def test_connection_is_reused_across_the_requests_of_one_thread(key, seen):
     assert created == [next(iter(threads))]  # opened once, on that thread
 
 
+@per_thread
 def test_connections_are_never_shared_between_threads_and_bounded_by_concurrency(key, seen):
     created, finished = seen
 
@@ -148,6 +160,7 @@ def test_sqlite_connection_to_a_replaced_file_is_replaced(tmp_path):
 
 
 @pytest.mark.scale
+@per_thread
 def test_postgresql_connection_terminated_underneath_is_replaced(key, seen):
     created, finished = seen
     _run(_get("/reviewer/v1/artifacts", key))
@@ -160,3 +173,79 @@ def test_postgresql_connection_terminated_underneath_is_replaced(key, seen):
     (_, later) = finished[-1]
     assert later is not conn and later.info.backend_pid != pid
     assert len(created) == 2
+
+
+@pytest.fixture
+def backends():
+    """The server pids of the connections the requests used, taken while each request ran (with
+    the pool a connection goes back to it before the request's end)."""
+    pids: list[int] = []
+
+    def on_created(sender, connection, **kwargs):
+        pids.append(connection.connection.info.backend_pid)
+
+    connection_created.connect(on_created)
+    yield pids
+    connection_created.disconnect(on_created)
+    django_asgi_app.retire_all()
+
+
+@pytest.mark.scale
+@pooled
+def test_pooled_connections_are_taken_and_given_back_per_request(key, backends):
+    _run(_get("/reviewer/v1/artifacts", key))
+    for _ in range(10):
+        _run(_get("/reviewer/v1/artifacts", key))
+    # Each request took a connection from the pool and gave it back: the eleven reused the
+    # pool's few, they did not open eleven.
+    assert len(backends) == 11
+    assert len(set(backends)) <= 2
+    pool = connection.pool
+    assert pool.get_stats()["pool_size"] <= pool.max_size
+
+
+@pytest.mark.scale
+@pooled
+def test_pooled_connections_are_bounded_by_the_pool_size_under_concurrent_requests(key, backends):
+    pool = connection.pool
+    sizes: list[int] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            sizes.append(pool.get_stats()["pool_size"])
+            stop.wait(0.01)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+
+        async def concurrent():
+            # More requests in flight than the pool holds: the rest wait for a free connection.
+            many = 3 * pool.max_size
+            for _ in range(2):
+                await asyncio.gather(*(_get("/reviewer/v1/artifacts", key) for _ in range(many)))
+
+        _run(concurrent())  # every one answered 200 (_get asserts it)
+    finally:
+        stop.set()
+        watcher.join(10)
+    assert len(backends) == 6 * pool.max_size
+    assert len(set(backends)) <= pool.max_size
+    assert max(sizes) <= pool.max_size
+
+
+@pytest.mark.scale
+@pooled
+def test_pooled_connection_terminated_underneath_is_replaced_without_an_error(key, backends):
+    _run(_get("/reviewer/v1/artifacts", key))
+    pids = set(backends)
+    with connection.cursor() as cursor:
+        mine = connection.connection.info.backend_pid  # this thread's, taken from the pool too
+        for pid in pids - {mine}:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+            assert cursor.fetchone()[0] is True
+    connection.close()  # give this thread's back, so that the requests may be handed it
+    for _ in range(5):
+        _run(_get("/reviewer/v1/artifacts", key))  # 200 each: the pool's check replaced it
+    assert not (set(backends[len(pids) :]) & (pids - {mine}))

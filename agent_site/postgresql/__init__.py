@@ -1,0 +1,1 @@
+"""The PostgreSQL backend of this site: Django's, with every wait for the server bounded."""
