@@ -1,4 +1,15 @@
-"""django-storages' S3Storage with one botocore data loader per process.
+"""django-storages' S3Storage with one botocore data loader per process, streamed reads and
+uploads from a file's path.
+
+**Reads** (``open_range``): django-storages' ``S3File`` downloads the whole object into a spooled
+temporary file on its first read — in memory up to the spool's size, and held there while the
+response streams (4 concurrent 256 MiB downloads grew the server by 1,090 MiB). ``S3RangeReader``
+asks for the bytes it is to serve (``GetObject`` with ``Range``) and reads the response body as it
+goes, ``read(n)`` at a time: a download holds one chunk, whatever the object's size, and a preview
+or a ``Range`` request fetches only its bytes. Each read waits at most the client's read timeout.
+
+**Uploads** (``upload_path``): django-storages' ``save()`` wraps the file so that boto3 sees it as
+unseekable and buffers it whole; ``upload_file`` from a path reads one multipart part at a time.
 
 S3Storage gives each thread a boto3 session of its own (sessions are not thread-safe), and each
 new botocore session loads botocore's JSON models again (``endpoints.json``, S3's
@@ -14,12 +25,14 @@ boto/botocore#3078 and Airflow does (apache/airflow#40658).
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 from typing import Any
 
 import boto3
 import botocore.session
+from botocore.exceptions import ClientError
 from botocore.loaders import Loader
 from storages.backends.s3 import S3Storage as _S3Storage
 
@@ -80,3 +93,103 @@ class S3Storage(_S3Storage):
             aws_session_token=self.security_token,
             botocore_session=core,
         )
+
+    def object_key(self, name: str) -> str:
+        """The object's key in the bucket for a storage name (under the storage's location)."""
+        return str(self._normalize_name(name))
+
+    def open_range(self, name: str, *, start: int = 0, end: int | None = None) -> S3RangeReader:
+        """The object's bytes ``start``..``end`` (inclusive; None: to its end) as a binary file
+        read as it streams from S3. The request is made here, so that a missing object or a storage
+        that fails raises before anything is sent to a client."""
+        return S3RangeReader(self, self.object_key(name), start=start, end=end)
+
+    def upload_path(self, name: str, path: str) -> None:
+        """Upload the file at ``path`` as ``name``, one multipart part at a time."""
+        self.connection.Object(self.bucket_name, self.object_key(name)).upload_file(
+            path,
+            ExtraArgs={"ContentType": "application/octet-stream"},
+            Config=self.transfer_config,
+        )
+
+
+class S3RangeReader(io.RawIOBase):
+    """An S3 object's bytes ``start``..``end`` as a read-only binary file, streamed.
+
+    One ``GetObject`` (with ``Range`` unless the whole object is wanted) whose body is read
+    ``read(n)`` at a time; a ``seek`` elsewhere drops that body and the next read asks again from
+    the new position. Reads may come from any thread, one at a time (the ASGI response reads each
+    chunk on a worker thread): a new request uses the calling thread's client."""
+
+    def __init__(self, storage: S3Storage, key: str, *, start: int = 0, end: int | None) -> None:
+        super().__init__()
+        self.storage = storage
+        self.key = key
+        self.position = start
+        self.end = end  # inclusive; None: the object's end
+        self.body: Any = None
+        self._request()
+
+    def _request(self) -> None:
+        if self.end is not None and self.position > self.end:
+            self.body = None
+            return
+        params: dict[str, str] = {}
+        if self.position or self.end is not None:
+            last = "" if self.end is None else str(self.end)
+            params["Range"] = f"bytes={self.position}-{last}"
+        try:
+            got = self.storage.connection.Object(self.storage.bucket_name, self.key).get(**params)
+        except ClientError as error:
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            if status == 416:  # a position at or past the end: nothing to read
+                self.body = None
+                return
+            if status == 404:
+                raise FileNotFoundError(f"No stored object {self.key!r}") from error
+            raise
+        self.body = got["Body"]
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self.position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self.position
+        elif whence != io.SEEK_SET:
+            raise io.UnsupportedOperation("seek from the end of an S3 object")
+        if offset != self.position:
+            self._drop()
+            self.position = offset
+            self._request()
+        return self.position
+
+    def read(self, size: int | None = -1) -> bytes:
+        if self.closed:
+            raise ValueError("read of a closed S3 object")
+        if self.body is None:
+            return b""
+        chunk: bytes = self.body.read(None if size is None or size < 0 else size)
+        self.position += len(chunk)
+        return chunk
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self.read(len(buffer))
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+    def _drop(self) -> None:
+        body, self.body = self.body, None
+        if body is not None:
+            body.close()  # the rest is not read: the connection is closed, not drained
+
+    def close(self) -> None:
+        if not self.closed:
+            self._drop()
+        super().close()

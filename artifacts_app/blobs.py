@@ -249,8 +249,9 @@ class BlobWriter:
                 os.chmod(self._path, 0o644)
                 os.replace(self._path, final)
         elif not storage.exists(name):
-            if hasattr(storage, "bucket") and hasattr(storage, "_normalize_name"):
-                _s3_upload(storage, name, self._path)
+            upload_path = getattr(storage, "upload_path", None)  # S3 (agent_site/s3.py)
+            if callable(upload_path):
+                upload_path(name, self._path)
             else:
                 with open(self._path, "rb") as fh:
                     storage.save(name, File(fh, name=name))
@@ -279,16 +280,6 @@ def blob_put(
     return writer.finish()
 
 
-def _s3_upload(storage: Any, name: str, path: str) -> None:
-    # django-storages' save() wraps the file so that boto3 sees it as unseekable and buffers it
-    # whole; upload_file from a path reads one multipart part at a time (transfer_config).
-    storage.bucket.Object(storage._normalize_name(name)).upload_file(
-        path,
-        ExtraArgs={"ContentType": "application/octet-stream"},
-        Config=getattr(storage, "transfer_config", None),
-    )
-
-
 def _claim(sha256: str, size: int) -> None:
     # Before the storage is asked whether the bytes exist: insert the blob's row, or move its
     # created_at to now, committed at once; gc_blobs then leaves the bytes alone until the tag has
@@ -302,10 +293,21 @@ def _claim(sha256: str, size: int) -> None:
         )
 
 
-def blob_open(sha256: str) -> IO[bytes]:
-    """Open a stored blob for reading (binary)."""
+def blob_open(sha256: str, *, start: int = 0, end: int | None = None) -> IO[bytes]:
+    """Open a stored blob for reading (binary), positioned at ``start``; ``end`` (inclusive) is
+    the last byte the caller will read, so that a storage that streams (S3: ``open_range`` in
+    agent_site/s3.py) fetches no more. A missing blob or a failing storage raises here (503,
+    ``faults``), before a response is begun."""
+    storage = blob_storage()
     with faults.storage_errors():
-        return blob_storage().open(blob_name(sha256), "rb")
+        open_range = getattr(storage, "open_range", None)
+        if callable(open_range):
+            opened: IO[bytes] = open_range(blob_name(sha256), start=start, end=end)
+            return opened
+        fh = storage.open(blob_name(sha256), "rb")
+        if start:
+            fh.seek(start)
+        return fh
 
 
 def blob_exists(sha256: str) -> bool:
@@ -316,14 +318,14 @@ def blob_exists(sha256: str) -> bool:
 def blob_iter(
     sha256: str, *, start: int = 0, end: int | None = None, chunk_size: int = CHUNK_SIZE
 ) -> Iterator[bytes]:
-    """Yield the bytes ``start``..``end`` (inclusive; ``None``: to the end) in chunks."""
-    with blob_open(sha256) as fh:
-        if start:
-            fh.seek(start)
+    """Yield the bytes ``start``..``end`` (inclusive; ``None``: to the end) in chunks, never more
+    than one chunk in memory and never more of the blob fetched than asked for."""
+    with blob_open(sha256, start=start, end=end) as fh:
         remaining = None if end is None else end - start + 1
         while remaining is None or remaining > 0:
             want = chunk_size if remaining is None else min(chunk_size, remaining)
-            chunk = fh.read(want)
+            with faults.storage_errors():
+                chunk = fh.read(want)
             if not chunk:
                 return
             if remaining is not None:

@@ -76,11 +76,9 @@ def etag_matches(header: str | None, etag: str) -> bool:
 
 
 async def blob_chunks(fh: IO[bytes], start: int, end: int) -> AsyncIterator[bytes]:
-    """The bytes ``start``..``end`` (inclusive) of an open blob, one thread hop per chunk, never
-    the whole blob."""
+    """The bytes ``start``..``end`` (inclusive) of a blob opened at ``start`` (``blob_open``), one
+    thread hop per chunk, never the whole blob."""
     try:
-        if start:
-            await asyncio.to_thread(fh.seek, start)
         remaining = end - start + 1
         while remaining > 0:
             chunk = await asyncio.to_thread(fh.read, min(STREAM_CHUNK, remaining))
@@ -156,7 +154,7 @@ def content_response(
     send_bytes = length and request.method != "HEAD"  # HEAD: the headers only, no read
     # Opened here, before the status is sent: a storage that fails answers 503 (faults), not a
     # 200 whose body breaks off.
-    fh = blob_open(sha256) if send_bytes else None
+    fh = blob_open(sha256, start=start, end=end) if send_bytes else None
     response = StreamingHttpResponse(
         blob_chunks(fh, start, end) if fh is not None else _empty(),
         status=206 if wanted is not None else 200,
