@@ -11,8 +11,10 @@ closed and the wait raises ``OperationalError``, which the request answers as 50
 ``database_unavailable`` (``artifacts_app/faults.py``); the next request opens a new connection.
 
 The bound is psycopg's own ``Connection.wait(timeout=…)``, which every operation of a connection goes
-through; ``BoundedConnection`` gives it a default. Django builds the connection (or psycopg's pool
-does, with ``?pool=1``); its class becomes ``BoundedConnection`` when Django takes it.
+through; ``BoundedConnection`` gives it a default. With ``?pool=1`` psycopg's pool makes connections
+of that class (its ``connection_class``), so the pool's own check of a connection it hands out is
+bounded too; without it Django's ``psycopg.connect`` makes a plain one, whose class becomes
+``BoundedConnection`` as Django takes it.
 """
 
 from __future__ import annotations
@@ -53,11 +55,20 @@ class BoundedConnection(psycopg.Connection):
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    def __init__(self, settings_dict: dict[str, Any], *args: Any, **kwargs: Any) -> None:
+        super().__init__(settings_dict, *args, **kwargs)
+        BoundedConnection.answer_timeout = getattr(settings, "DATABASE_CLIENT_TIMEOUT", None)
+        pool = settings_dict.get("OPTIONS", {}).get("pool")
+        if pool:
+            # psycopg's pool makes its connections of this class: its own checks are bounded too.
+            options = {} if pool is True else dict(pool)
+            options.setdefault("connection_class", BoundedConnection)
+            settings_dict["OPTIONS"] = {**settings_dict["OPTIONS"], "pool": options}
+
     def get_new_connection(self, conn_params: Any) -> Any:
         connection = super().get_new_connection(conn_params)
         if not isinstance(connection, BoundedConnection):
-            # psycopg.connect (and psycopg's pool) build plain connections; this class only adds
-            # the default bound to `wait`, so the connection is the same object from here on.
+            # psycopg.connect builds a plain connection; this class only gives `wait` its
+            # default bound, so the connection is the same object from here on.
             connection.__class__ = BoundedConnection
-        connection.answer_timeout = getattr(settings, "DATABASE_CLIENT_TIMEOUT", None)
         return connection

@@ -6,18 +6,22 @@
 - ``readonly_dir``: a read-only directory — a tmpfs remounted read-only as root (root ignores
   permission bits), a ``chmod 555`` directory otherwise;
 - ``own_redis``: a ``redis-server`` of the test's own on a free port, to stop and restart (never the
-  shared one).
+  shared one);
+- ``stalling_proxy``: a TCP proxy of the test's own in front of a real server (PostgreSQL, S3) that
+  stops forwarding on demand — what a stopped server looks like from the client, since the proxy's
+  kernel still acknowledges every byte (the machine's shared PostgreSQL is never stopped).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import socket
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -181,3 +185,89 @@ def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
         yield redis
     finally:
         redis.kill()
+
+
+class StallingProxy:
+    """Forwards TCP connections to ``target`` both ways until ``stall()``; from then on it reads and
+    holds what either side sends (each byte is acknowledged, nothing arrives) until ``resume()``.
+    New connections are accepted while stalled, and held the same way."""
+
+    def __init__(self, target_port: int, target_host: str = HOST) -> None:
+        self.target = (target_host, target_port)
+        self.loop = asyncio.new_event_loop()
+        self.flowing: asyncio.Event | None = None
+        self.writers: list[asyncio.StreamWriter] = []
+        self.port = 0
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the proxy did not start")
+
+    def _run(self, ready: threading.Event) -> None:
+        asyncio.set_event_loop(self.loop)
+
+        async def start() -> None:
+            self.flowing = asyncio.Event()
+            self.flowing.set()
+            self.server = await asyncio.start_server(self._serve, HOST, 0)
+            self.port = self.server.sockets[0].getsockname()[1]
+            ready.set()
+
+        self.loop.run_until_complete(start())
+        self.loop.run_forever()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.writers.append(writer)
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self.writers.append(up_writer)
+        await asyncio.gather(
+            self._pump(reader, up_writer), self._pump(up_reader, writer), return_exceptions=True
+        )
+
+    async def _pump(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        assert self.flowing is not None
+        try:
+            while data := await source.read(65536):
+                await self.flowing.wait()
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+
+    def stall(self) -> None:
+        assert self.flowing is not None
+        self.loop.call_soon_threadsafe(self.flowing.clear)
+
+    def resume(self) -> None:
+        assert self.flowing is not None
+        self.loop.call_soon_threadsafe(self.flowing.set)
+
+    def close(self) -> None:
+        async def stop() -> None:
+            self.server.close()
+            for writer in self.writers:
+                writer.close()
+
+        if self.loop.is_running():
+            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def stalling_proxy() -> Iterator[Callable[[int], StallingProxy]]:
+    """``stalling_proxy(port)``: a ``StallingProxy`` to 127.0.0.1:port, closed at the end."""
+    made: list[StallingProxy] = []
+
+    def make(port: int) -> StallingProxy:
+        made.append(StallingProxy(port))
+        return made[-1]
+
+    yield make
+    for proxy in made:
+        proxy.close()

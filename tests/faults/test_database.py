@@ -10,14 +10,17 @@ import asyncio
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 import websockets
+from django.db import connection
 
+from artifacts_app import services
 from tests.faults.conftest import fill
-from tests.servers import HOST, ROOT, DaphneServer
+from tests.servers import HOST, ROOT, DaphneServer, wait_for
 
 CONNECT_TIMEOUT = 2  # seconds, DATABASE_CONNECT_TIMEOUT for these servers
 
@@ -134,3 +137,65 @@ def test_an_sqlite_database_on_a_full_disk_answers_507(tmp_path, small_disk):
             listed = client.get("/full-db/v1/artifacts", headers=auth)
             assert listed.status_code == 200
             assert [r["key"] for r in listed.json()["results"]] == ["a"]
+
+
+@pytest.mark.parametrize("pooled", [False, True], ids=["connections", "pool"])
+def test_a_stream_against_an_unreachable_database_closes_with_4503_under_the_default_timeouts(
+    tmp_path, silent_port, pooled
+):
+    """Daphne drops a websocket still handshaking after 5 s (its --websocket_connect_timeout): the
+    default connect timeout (3 s) and pool wait (4 s) stay below it, so the stream is accepted
+    and closed with 4503 — not dropped — when the database never answers."""
+    pytest.importorskip("psycopg", reason="PostgreSQL URLs need psycopg (pip install -e .[scale])")
+    url = f"postgres://postgres@{HOST}:{silent_port}/artifacts" + ("?pool=1" if pooled else "")
+    env = env_for(url, tmp_path / "data")
+    for name in ("DATABASE_CONNECT_TIMEOUT", "DATABASE_POOL_TIMEOUT"):
+        env.pop(name, None)  # the defaults
+    with DaphneServer(env) as server:
+        assert close_code_of_stream(server.port) == 4503
+
+
+def list_status(client: httpx.Client, slug: str, key: str) -> tuple[int, str, float]:
+    started = time.monotonic()
+    response = client.get(f"/{slug}/v1/artifacts", headers={"Authorization": f"Bearer {key}"})
+    code = response.json()["error"]["code"] if response.status_code != 200 else ""
+    return response.status_code, code, time.monotonic() - started
+
+
+CLIENT_TIMEOUT = 3  # seconds, DATABASE_CLIENT_TIMEOUT for the stalled servers
+
+
+@pytest.mark.scale
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("pooled", [False, True], ids=["connections", "pool"])
+def test_a_postgresql_server_that_stalls_under_open_connections_answers_503_within_the_bound(
+    stalling_proxy, pooled
+):
+    """A server that stops answering while its connections stay open (a stopped process: its
+    kernel still acknowledges, so TCP keepalives see nothing) fails the next request with 503
+    after DATABASE_CLIENT_TIMEOUT (+ the connect timeout of the new connection), not after the
+    stall's length; once it answers again, so do the requests."""
+    agent = services.agent_create(slug="stalled-db", max_artifacts=10)
+    _, key = services.agent_key_create(agent=agent)
+    conf = connection.settings_dict
+    proxy = stalling_proxy(int(conf["PORT"] or 5432))
+    url = f"postgres://{conf['USER']}@{HOST}:{proxy.port}/{conf['NAME']}"
+    env = {
+        **os.environ,
+        "DATABASE_URL": url + ("?pool=1" if pooled else ""),
+        "DATABASE_CLIENT_TIMEOUT": str(CLIENT_TIMEOUT),
+        "DATABASE_CONNECT_TIMEOUT": "2",
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+    }
+    with DaphneServer(env) as server, httpx.Client(base_url=server.base_url, timeout=120) as client:
+        assert list_status(client, "stalled-db", key)[0] == 200  # its connection is open now
+        proxy.stall()
+        try:
+            status, code, took = list_status(client, "stalled-db", key)
+            assert (status, code) == (503, "database_unavailable")
+            # The client's bound, then a new connection's connect timeout (or the pool's wait):
+            # seconds, where the stall itself would have held the request as long as it lasted.
+            assert took < CLIENT_TIMEOUT + 2 + 4 + 3, f"answered after {took:.1f} s"
+        finally:
+            proxy.resume()
+        wait_for(lambda: list_status(client, "stalled-db", key)[0] == 200, "a 200 again", 30)

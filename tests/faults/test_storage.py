@@ -192,3 +192,47 @@ def test_an_unreachable_s3_answers_503_for_writes_and_reads(
     health = Client().get("/healthz")
     assert health.status_code == 503
     assert health.json()["checks"]["storage"]["status"] == "unavailable"
+
+
+@pytest.mark.scale
+def test_a_stalled_s3_answers_503_within_the_default_client_bounds(
+    settings, stalling_proxy, agent_client, _s3_server, monkeypatch
+):
+    """An S3 that accepts and never answers (a proxy in front of moto that stops forwarding) fails
+    a download and an upload with 503 `storage_unavailable` after the default bounds — two attempts
+    of a 5 s read — far before a proxy in front of the site would give up (nginx: 60 s)."""
+    import time
+    import uuid
+
+    from agent_site.settings import s3_storage_from_env
+
+    proxy = stalling_proxy(int(_s3_server.rsplit(":", 1)[1]))
+    monkeypatch.setenv("ARTIFACTS_S3_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
+    conf = s3_storage_from_env()  # the default timeouts and retries
+    conf["OPTIONS"]["location"] = f"stall-{uuid.uuid4().hex}"
+    settings.STORAGES = {**settings.STORAGES, "artifacts": conf}
+    stored = agent_client.post(
+        "/reviewer/v1/artifacts",
+        {"kind": "report", "key": "kept", "data": {}, "contents": "bytes"},
+        content_type="application/json",
+    )
+    assert stored.status_code == 201, stored.content
+    url = f"/reviewer/v1/artifacts/{stored.json()['id']}/content"
+    proxy.stall()
+    try:
+        started = time.monotonic()
+        assert_envelope(agent_client.get(url), 503, "storage_unavailable")
+        read_took = time.monotonic() - started
+        started = time.monotonic()
+        tag = agent_client.post(
+            "/reviewer/v1/artifacts",
+            {"kind": "report", "key": "new", "data": {}, "contents": "more bytes"},
+            content_type="application/json",
+        )
+        assert_envelope(tag, 503, "storage_unavailable")
+        write_took = time.monotonic() - started
+    finally:
+        proxy.resume()
+    assert read_took < 20 and write_took < 20, (read_took, write_took)
+    assert not Artifact.objects.filter(key="new").exists()
+    assert agent_client.get(url).status_code == 200  # answered again once S3 answers
