@@ -78,3 +78,29 @@ def check_database_reachable(
                 )
             )
     return messages
+
+
+WEBSOCKET_HANDSHAKE_SECONDS = 5  # daphne's --websocket_connect_timeout, by default
+
+
+@checks.register(checks.Tags.database)
+def check_database_waits_fit_the_websocket_handshake(
+    app_configs: Any = None, **_: Any
+) -> list[checks.CheckMessage]:
+    """A websocket whose database cannot be reached is closed with 4503 only if the wait for a
+    connection ends before daphne drops a handshake that is still going (5 s by default)."""
+    waits = {"DATABASE_CONNECT_TIMEOUT": getattr(settings, "DATABASE_CONNECT_TIMEOUT", 0)}
+    if any(conf.get("OPTIONS", {}).get("pool") for conf in settings.DATABASES.values()):
+        waits["DATABASE_POOL_TIMEOUT"] = getattr(settings, "DATABASE_POOL_TIMEOUT", 0)
+    return [
+        checks.Warning(
+            f"{name} is {seconds} s, not below daphne's websocket handshake timeout "
+            f"({WEBSOCKET_HANDSHAKE_SECONDS} s): a stream whose database cannot be reached would be "
+            "dropped at the handshake instead of closed with 4503.",
+            hint=f"Set {name} below {WEBSOCKET_HANDSHAKE_SECONDS}, or run daphne with a longer "
+            "--websocket_connect_timeout.",
+            id="artifacts.W104",
+        )
+        for name, seconds in waits.items()
+        if seconds >= WEBSOCKET_HANDSHAKE_SECONDS
+    ]

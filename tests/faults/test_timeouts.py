@@ -76,3 +76,21 @@ def test_the_live_postgresql_connection_has_the_statement_timeout(db):
     with connection.cursor() as cursor:
         cursor.execute("SHOW statement_timeout")
         assert cursor.fetchone()[0] == "30s"
+
+
+def test_a_database_wait_as_long_as_the_websocket_handshake_is_warned(settings):
+    from artifacts_app.checks import check_database_waits_fit_the_websocket_handshake as check
+
+    assert check() == []  # the defaults fit
+    settings.DATABASE_CONNECT_TIMEOUT = 5
+    assert [m.id for m in check()] == ["artifacts.W104"]
+    assert "DATABASE_CONNECT_TIMEOUT is 5 s" in check()[0].msg
+    settings.DATABASE_CONNECT_TIMEOUT = 3
+    databases = {**settings.DATABASES}
+    databases["default"] = {
+        **databases["default"],
+        "OPTIONS": {**databases["default"]["OPTIONS"], "pool": {"max_size": 2}},
+    }
+    settings.DATABASES = databases
+    settings.DATABASE_POOL_TIMEOUT = 10
+    assert ["DATABASE_POOL_TIMEOUT" in m.msg for m in check()] == [True]
