@@ -35,7 +35,8 @@ def test_the_pool_options_build_djangos_pool():
     config = database_from_url("postgres://u@127.0.0.1:9/art?pool=1")
     wrapper = DatabaseWrapper({**connection.settings_dict, **config, "TEST": {}}, alias="pooled")
     pool = wrapper.pool  # built as Django builds it, not opened: no server needed
-    assert pool is not None and pool.max_size == 10 and pool.timeout == 4
+    assert pool is not None and pool.timeout == 4
+    assert pool.max_size == config["OPTIONS"]["pool"]["max_size"]  # DATABASE_POOL_SIZE (10)
 
 
 def test_the_url_overrides_the_timeouts():
