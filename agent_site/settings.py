@@ -439,14 +439,18 @@ def s3_storage_from_env() -> dict:
             # Given here, the client config must carry the addressing style itself.
             # Each read of a streamed download waits at most the read timeout; a storage that
             # accepts and never answers fails a call after max_attempts × read timeout (+ the
-            # standard mode's backoff, under 1 s for one retry): ~11 s by default, answered 503
-            # before a proxy's own 60 s gives up with a 504.
+            # standard mode's backoff, under 1 s for one retry): ~21 s by default, answered 503
+            # before a proxy's own 60 s gives up with a 504. Not less: moto takes 4.4 s to
+            # answer the CompleteMultipartUpload of 256 MiB (AWS and MinIO send whitespace while
+            # they complete one, so a long completion does not look silent there).
             "client_config": Config(
                 s3=s3_config,
                 connect_timeout=env_int("ARTIFACTS_S3_CONNECT_TIMEOUT", 3, minimum=1),
-                read_timeout=env_int("ARTIFACTS_S3_READ_TIMEOUT", 5, minimum=1),
+                read_timeout=env_int("ARTIFACTS_S3_READ_TIMEOUT", 10, minimum=1),
+                # total_max_attempts counts the first call; botocore's max_attempts counts the
+                # retries only (max_attempts=3 was four calls of 30 s: the 120 s seen).
                 retries={
-                    "max_attempts": env_int("ARTIFACTS_S3_MAX_ATTEMPTS", 2, minimum=1),
+                    "total_max_attempts": env_int("ARTIFACTS_S3_MAX_ATTEMPTS", 2, minimum=1),
                     "mode": "standard",
                 },
             ),

@@ -24,9 +24,16 @@ from artifacts_app.errors import ArtifactError, StorageFullError, UnavailableErr
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 try:  # S3 through django-storages (the scale extras); absent in the embedded install
+    from boto3.exceptions import S3TransferFailedError, S3UploadFailedError
     from botocore.exceptions import BotoCoreError, ClientError
 
-    _STORAGE_CLIENT_ERRORS: tuple[type[BaseException], ...] = (BotoCoreError, ClientError)
+    # boto3's transfers (upload_file) wrap what failed (a ClientError, a timeout) in their own.
+    _STORAGE_CLIENT_ERRORS: tuple[type[BaseException], ...] = (
+        BotoCoreError,
+        ClientError,
+        S3UploadFailedError,
+        S3TransferFailedError,
+    )
 except ImportError:  # pragma: no cover - depends on the install
     _STORAGE_CLIENT_ERRORS = ()
 

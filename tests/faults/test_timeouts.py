@@ -66,9 +66,9 @@ def test_redis_and_s3_clients_are_bounded():
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    # A stalled S3 fails a call within 2 × 5 s (+ one backoff), far under a proxy's 60 s.
-    assert config.connect_timeout == 3 and config.read_timeout == 5
-    assert config.retries == {"max_attempts": 2, "mode": "standard"}
+    # A stalled S3 fails a call within 2 × 10 s (+ one backoff), far under a proxy's 60 s.
+    assert config.connect_timeout == 3 and config.read_timeout == 10
+    assert config.retries == {"total_max_attempts": 2, "mode": "standard"}
     assert config.s3 == {"addressing_style": "path"}
 
 
