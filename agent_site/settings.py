@@ -438,9 +438,9 @@ def s3_storage_from_env() -> dict:
             # Bounded calls (faults): a storage that stalls fails a request with 503 in seconds.
             # Given here, the client config must carry the addressing style itself.
             # Each read of a streamed download waits at most the read timeout; a storage that
-            # accepts and never answers fails a call after max_attempts × read timeout (+ the
-            # standard mode's backoff, under 1 s for one retry): ~21 s by default, answered 503
-            # before a proxy's own 60 s gives up with a 504. Not less: moto takes 4.4 s to
+            # accepts and never answers fails a call after the attempts × the read timeout (+
+            # the standard mode's backoff, under 1 s for one retry): ~21 s by default, answered
+            # 503 before a proxy's own 60 s gives up with a 504. Not less: moto takes 4.4 s to
             # answer the CompleteMultipartUpload of 256 MiB (AWS and MinIO send whitespace while
             # they complete one, so a long completion does not look silent there).
             "client_config": Config(
