@@ -418,6 +418,12 @@ def test_a_70_kb_request_line_answers_414(site):
             sock.sendall(b"NOT-HTTP\r\n\r\n")
             status, _, refused = _answer(sock)
         assert (status, refused["error"]["code"]) == (400, "malformed_request")
+        # Daphne's own refusal (a path that is not ASCII): the envelope, not its HTML page.
+        with _connect(server) as sock:
+            sock.sendall(b"GET /caf\xc3\xa9 HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, headers, refused = _answer(sock)
+        assert (status, refused["error"]["code"]) == (400, "malformed_request")
+        assert headers["content-type"] == "application/json"
         with _connect(server) as sock:  # and the server serves on
             sock.sendall(_head("GET", "/healthz"))
             assert _answer(sock)[0] == 200
