@@ -250,7 +250,7 @@ def test_a_trickled_body_is_cut_at_the_deadline(site):
                 status, _, refused = _answer(sock)
             assert (status, refused["error"]["code"]) == (408, "body_timeout"), refused
             assert refused["error"]["details"] == {"seconds": 2}
-            assert 2 <= took < 6, took
+            assert 2 <= took < 15, took  # the deadline, not the idle bound (30 s)
         # The server serves on.
         with _connect(server) as sock:
             sock.sendall(_head("GET", "/healthz"))
