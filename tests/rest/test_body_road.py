@@ -427,3 +427,20 @@ def test_a_70_kb_request_line_answers_414(site):
         with _connect(server) as sock:  # and the server serves on
             sock.sendall(_head("GET", "/healthz"))
             assert _answer(sock)[0] == 200
+
+
+@pytest.mark.parametrize(
+    ("env", "fragment"),
+    [
+        ({"ARTIFACTS_BODY_DEADLINE_SECONDS": "0"}, "ARTIFACTS_BODY_DEADLINE_SECONDS must be at"),
+        ({"ARTIFACTS_BODY_DEADLINE_SECONDS": "5m"}, "ARTIFACTS_BODY_DEADLINE_SECONDS must be a"),
+        ({"ARTIFACTS_MAX_BODY_STREAMS": "0"}, "ARTIFACTS_MAX_BODY_STREAMS must be at least 1"),
+        ({"ARTIFACTS_MAX_BODY_STREAMS": "many"}, "ARTIFACTS_MAX_BODY_STREAMS must be a whole"),
+    ],
+)
+def test_the_body_bounds_refuse_bad_settings_at_start(env, fragment):
+    from tests.settings.test_profiles import settings_with
+
+    proc = settings_with(**env)
+    assert proc.returncode != 0
+    assert "ImproperlyConfigured" in proc.stderr and fragment in proc.stderr
