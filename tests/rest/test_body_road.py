@@ -378,6 +378,19 @@ def test_chunked_plus_a_second_transfer_encoding_is_refused(site):
                 status, _, refused = _answer(sock)
                 assert _closed_after(sock)
             assert (status, refused["error"]["code"]) == (400, "malformed_request"), encodings
+        # Chunks that are not well framed, the view already reading: the envelope too.
+        with _connect(server) as sock:
+            sock.sendall(
+                _tag_head(0, key, "Transfer-Encoding: chunked").replace(
+                    b"Content-Length: 0\r\n", b""
+                )
+                + b"%x\r\n" % 1000
+                + b"c" * 1000
+                + b"\r\nzz\r\n"
+            )
+            status, _, refused = _answer(sock)
+            assert _closed_after(sock)
+        assert (status, refused["error"]["code"]) == (400, "malformed_request"), refused
         # One chunked encoding is taken; nothing of the refused ones was stored.
         with _connect(server) as sock:
             sock.sendall(
