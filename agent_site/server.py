@@ -23,15 +23,18 @@ kept on disk until then is written twice (once there, once into the blob). ``Art
   ``http.request`` messages;
 - when the application answers before the body is all in (a refusal: 401, 413, 507 …), sends the
   answer at once, drops the rest of the body as it comes and ends the request when it is in (so
-  the connection is kept for the next request), or closes the connection after ``LINGER_SECONDS``.
-
+  the connection is kept for the next request), or closes the connection after ``LINGER_SECONDS``;
 - takes every body that way, whatever its headers: an ``Upgrade`` header does not turn streaming
   off (a body was then held whole, before authentication); a websocket handshake with a body is
   refused with 400 (a real one is a GET without a body);
 - bounds a body in time and in number: ``ARTIFACTS_BODY_DEADLINE_SECONDS`` from the end of the
-  headers to the body's last byte (past it, 408 ``body_timeout``, however steadily the bytes
-  trickle), and ``ARTIFACTS_MAX_BODY_STREAMS`` bodies streaming at once per process (each holds a
-  request thread; past it, 503 ``busy`` with ``Retry-After``, the body unread).
+  headers to the body's last byte, streamed or small (past it, 408 ``body_timeout``, however
+  steadily the bytes trickle), and ``ARTIFACTS_MAX_BODY_STREAMS`` bodies streaming at once per
+  process (each holds a request thread; past it, 503 ``busy`` with ``Retry-After``, the body
+  unread). A small body holds no thread while it arrives (the application starts once it is in);
+- gives the stream ``body.release_connections``: before the view's read waits for bytes, its
+  thread's database connections are closed (authentication opened one), so that slow clients do
+  not hold PostgreSQL's connections.
 
 ``ArtifactsHTTPChannel`` answers what Twisted's parser refuses with the API's envelope instead of a
 bare 400 or a closed connection: a request line past 16 KiB 414 ``uri_too_long``, a header block
