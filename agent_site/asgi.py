@@ -26,7 +26,7 @@ except ImproperlyConfigured as exc:
     # The server stops at start with the settings' sentence, not a traceback.
     raise SystemExit(f"agent_site.asgi: the settings are not usable: {exc}") from None
 
-from artifacts_app.rest import lean  # noqa: E402  (the tag route's lean road, issue 11)
+from artifacts_app.rest import lean  # noqa: E402  (the tag route's lean road)
 
 
 class SyncChainASGIHandler(ASGIHandler):
@@ -176,13 +176,14 @@ from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
 
 # Daphne serving this site takes bodies with agent_site.server's request: no Twisted form parsing,
-# the body limit at the door, large bodies streamed to the application as they arrive (issue 11).
+# the body limit at the door, large bodies streamed to the application as they arrive, every body
+# bounded in time and in number, the parser's refusals in the error envelope.
 server.install()
 
 application = ProtocolTypeRouter(
     {
-        # /<slug>/mcp: the agent's MCP server (issue 17); the rest is Django. Streamed content
-        # waits for the client instead of piling up in daphne's buffer (issue 3).
+        # /<slug>/mcp: the agent's MCP server; the rest is Django. Streamed content
+        # waits for the client instead of piling up in daphne's buffer.
         "http": McpMount(BackpressureMiddleware(django_asgi_app)),
         # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
         "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),

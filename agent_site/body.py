@@ -40,6 +40,18 @@ def _body_timeout(seconds: float) -> Exception:
     )
 
 
+def release_connections() -> None:
+    """Give back this thread's database connections before it waits for body bytes: closed (or,
+    with ``?pool=1``, returned to the pool), opened again at the next query. A slow body then
+    holds a request thread but no connection (PostgreSQL's ``max_connections`` is shared by
+    everyone). A connection inside a transaction is kept: closing it would lose the transaction."""
+    from django.db import connections
+
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.in_atomic_block:
+            connection.close()
+
+
 class BodyStream:
     """A request body as it arrives: fed on the reactor's thread, read as a binary file (``read``)
     on the request's thread, or in messages (``read_nowait``) on the event loop.
@@ -51,13 +63,19 @@ class BodyStream:
     arrived for ``idle_seconds`` since the client last could send (its last bytes, or the socket
     resumed) — raises ``body_timeout`` (and every later read ``body_incomplete``), so a client
     gone quiet mid-body does not hold the request's thread. ``close`` (the reader is done) drops
-    what comes after.
+    what comes after. ``release`` (``release_connections`` for a request) runs on the reader's
+    thread before ``read`` waits for bytes that have not arrived.
     """
 
     def __init__(
-        self, pause: Callable[[], None], resume: Callable[[], None], idle_seconds: float = 30.0
+        self,
+        pause: Callable[[], None],
+        resume: Callable[[], None],
+        idle_seconds: float = 30.0,
+        release: Callable[[], None] | None = None,
     ) -> None:
         self.idle_seconds = idle_seconds
+        self._release = release
         # When the client last could send and did (bytes fed, or the socket resumed): the idle
         # clock's start.
         self._active_at = time.monotonic()
@@ -125,6 +143,10 @@ class BodyStream:
                 # Never wait for more than resumes a paused socket (LOW_WATER): a reader waiting
                 # for more while the socket stays paused would wait for nothing.
                 self._wanted = max(1, min(size - taken, LOW_WATER))
+                waits = self._buffered < self._wanted and not self._ended and not self._failed
+            if waits and self._release is not None:
+                self._release()  # outside the lock: the reactor's feed never waits on it
+            with self._cond:
                 while self._buffered < self._wanted and not self._ended and not self._failed:
                     idle_left = self.idle_seconds - (time.monotonic() - self._active_at)
                     if idle_left <= 0:

@@ -366,6 +366,11 @@ ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
 # 408 `body_timeout` (agent_site/body.py): a client that stalls mid-body frees its request thread.
 # Keep it under Twisted's 60 s request idle timeout, which closes a silent connection (no answer).
 ARTIFACTS_BODY_IDLE_SECONDS = env_int("ARTIFACTS_BODY_IDLE_SECONDS", 30, minimum=1)
+# Seconds from a request's headers to its body's last byte, however steadily it trickles; past
+# it, 408 `body_timeout` (agent_site/server.py). Bodies streaming at once per process (each holds
+# a request thread); past it, 503 `busy` with Retry-After, the body unread.
+ARTIFACTS_BODY_DEADLINE_SECONDS = env_int("ARTIFACTS_BODY_DEADLINE_SECONDS", 300, minimum=1)
+ARTIFACTS_MAX_BODY_STREAMS = env_int("ARTIFACTS_MAX_BODY_STREAMS", 64, minimum=1)
 # Seconds that stored events stay available for `?after=` replay (default 7 days).
 ARTIFACTS_EVENT_RETENTION = env_int("ARTIFACTS_EVENT_RETENTION", 7 * 24 * 3600, minimum=60)
 # How many server processes share this database; more than one needs the Redis channel layer.

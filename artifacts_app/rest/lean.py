@@ -1,5 +1,5 @@
 """The tag route's lean road: ``POST /<slug>/v1/artifacts`` with a JSON body and a bearer token,
-in one hop to the request's thread (DESIGN.md §11; issue 11).
+in one hop to the request's thread (DESIGN.md §11).
 
 Agents tag on every step, so this is the hottest route. Through Django's handler a request costs
 three hops between the event loop and its thread (the view, ``response.close``, parking the thread)

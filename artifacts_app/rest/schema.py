@@ -112,6 +112,13 @@ CODES: dict[str, int] = {
     "database_unavailable": 503,
     "storage_unavailable": 503,
     "storage_full": 507,
+    # the server (agent_site/server.py), before any route: a body past the streams it takes at
+    # once (`busy`, with Retry-After), and what its HTTP parser refuses (any request; no
+    # operation lists these three)
+    "busy": 503,
+    "malformed_request": 400,
+    "uri_too_long": 414,
+    "headers_too_large": 431,
 }
 
 COMMON = (
@@ -138,6 +145,7 @@ JSON_BODY = (
     "body_too_large",
     "body_incomplete",
     "body_timeout",
+    "busy",
 )
 PAGE = ("invalid_query", "invalid_limit", "invalid_cursor")
 # What a tag's fields can be refused for (services.rules and the tag's write), any entry point.
@@ -183,13 +191,14 @@ STATUS_TEXT = {
     403: "Credentials that may not do this (another agent's key, a user tagging, CSRF).",
     404: "Unknown agent, or a record, version or session that does not exist or is hidden.",
     405: "Method not allowed on this route.",
-    408: "The client stopped sending the request body; send it again.",
+    408: "The request body stalled, or was not whole within the server's deadline; send it again.",
     409: "A conflict: the session id exists already, the cap is reached with every other record "
     "pinned (`cap_reached`), or an unkeyed record has nothing to restore (`not_keyed`).",
     413: "A size limit was passed (data, body or content); the message says which.",
     415: "Unsupported body media type.",
     416: "The range starts past the end of the content.",
-    503: "A dependency failed (database or blob storage); retry after `Retry-After` seconds.",
+    503: "A dependency failed (database or blob storage), or the server is receiving as many "
+    "request bodies as it takes at once (`busy`); retry after `Retry-After` seconds.",
     507: "The blob storage is full; nothing was stored.",
 }
 

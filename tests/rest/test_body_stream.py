@@ -73,3 +73,21 @@ def test_the_flow_control_never_trips_the_idle_bound(reactor_calls):
     rest = stream.read(3 * MIB)  # takes the 1.5 MiB, resumes the socket, reads what comes
     assert len(rest) == 3 * MIB
     assert stream.read(1) == b""
+
+
+def test_the_reader_gives_its_connections_back_only_before_it_waits():
+    """``release`` (the request's database connections) runs on the reader's thread before a read
+    that must wait for bytes, never when what it asks for has arrived."""
+    released: list[str] = []
+    stream = BodyStream(
+        lambda: None,
+        lambda: None,
+        idle_seconds=5.0,
+        release=lambda: released.append(threading.current_thread().name),
+    )
+    stream.feed(b"abc")
+    assert stream.read(3) == b"abc"
+    assert released == []  # it was there: no wait, the connection is kept
+    _feed_later(stream, [(0.2, b"d")], end=True)
+    assert stream.read(1) == b"d"
+    assert released == [threading.current_thread().name]

@@ -81,6 +81,7 @@ class ContentView(AgentView):
                 "content_too_large",
                 "body_incomplete",
                 "body_timeout",
+                "busy",
                 "unknown_artifact",
             ),
         },
