@@ -2,10 +2,11 @@
 
     .venv/bin/python bench/hostile.py [--agents 20] [--requests 50] [--slow-bodies 20]
         [--trickle-seconds 3] [--pattern-length 23] [--ref-depth 13] [--bad-tokens-per-second 100]
-        [--max-seconds 90] [--rounds 2] [--attacks schema,slow,tokens] [--json]
+        [--max-seconds 90] [--rounds 2] [--attacks schema,slow,tokens] [--database-url URL] [--json]
 
 One real daphne process (``tests.servers.DaphneServer``) on a free loopback port, SQLite in a
-temporary data dir, DEBUG off, the server's settings otherwise as shipped. Two phases, the same
+temporary data dir (or, with ``--database-url``, a PostgreSQL database the bench makes and drops),
+DEBUG off, the server's settings otherwise as shipped. Two phases, the same
 honest load in each:
 
 - **honest load**: ``--agents`` agents (freeform, each with its own agent key), one thread each,
@@ -30,8 +31,8 @@ honest load in each:
 
 Each round runs A then B (``--rounds``, so a slow spell of the shared machine hits both). Reported
 per phase: the honest tags' p50/p99/max and errors, the server's RSS at the start and its peak
-(psutil on the daphne pid, sampled every 20 ms), the growth and the most threads it ran; for B what
-the hostile key got back. Then the median over rounds of p99(B)/p99(A) against the goal (≤ 1.5×),
+(psutil on the daphne pid, sampled every 20 ms), the growth, the most threads it ran and, on
+PostgreSQL, the most connections it held; for B what the hostile key got back. Then the median over rounds of p99(B)/p99(A) against the goal (≤ 1.5×),
 and the largest growth in one B phase and over the whole run against the goal (< 64 MiB). Stops by
 itself; talks to 127.0.0.1 only.
 """
@@ -83,6 +84,33 @@ def prepare(env: dict[str, str], agents: int) -> dict[str, str]:
     return keys
 
 
+class Postgres:
+    """A database of the bench's own on a PostgreSQL server: made now, dropped by ``drop``."""
+
+    def __init__(self, server_url: str) -> None:
+        from urllib.parse import urlsplit, urlunsplit
+
+        import psycopg
+
+        parts = urlsplit(server_url)
+        self.name = f"bench_hostile_{secrets.token_hex(4)}"
+        self.admin_url = server_url
+        self.url = urlunsplit(parts._replace(path=f"/{self.name}"))
+        self._admin = psycopg.connect(server_url, autocommit=True)
+        self._admin.execute(f'CREATE DATABASE "{self.name}"')
+
+    def connections(self) -> int:
+        """The server's connections to this database right now (the daphne process's)."""
+        row = self._admin.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = %s", (self.name,)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def drop(self) -> None:
+        self._admin.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        self._admin.close()
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
@@ -91,19 +119,25 @@ def percentile(values: list[float], p: float) -> float:
 class RSS:
     """The daphne process's RSS: at the start, the peak while running (sampled every 20 ms)."""
 
-    def __init__(self, pid: int) -> None:
+    def __init__(self, pid: int, connections: Callable[[], int] | None = None) -> None:
         import psutil
 
         self.proc = psutil.Process(pid)
         self.start = self.peak = self.proc.memory_info().rss
         self.threads = self.proc.num_threads()
+        self.connections = connections
+        self.db_connections = connections() if connections else None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
+        n = 0
         while not self._stop.is_set():
             self.peak = max(self.peak, self.proc.memory_info().rss)
             self.threads = max(self.threads, self.proc.num_threads())
+            n += 1
+            if self.connections is not None and n % 10 == 0:  # every 0.2 s
+                self.db_connections = max(self.db_connections or 0, self.connections())
             time.sleep(0.02)
 
     def __enter__(self) -> RSS:
@@ -377,12 +411,14 @@ def summary(name: str, run: dict, rss: RSS) -> dict:
         "rss_peak_mib": round(rss.peak / MiB, 1),
         "rss_growth_mib": round((rss.peak - rss.start) / MiB, 1),
         "threads_peak": rss.threads,
+        "db_connections_peak": rss.db_connections,
     }
     print(
         f"{name:<8} {row['tags']:>5} tags in {row['seconds']:>6} s  p50 {row['p50_ms']:>8} ms  "
         f"p99 {row['p99_ms']:>9} ms  max {row['max_ms']:>9} ms  errors {row['errors'] or 0}  "
         f"RSS {row['rss_start_mib']} → peak {row['rss_peak_mib']} MiB "
-        f"(+{row['rss_growth_mib']}), threads ≤ {rss.threads}",
+        f"(+{row['rss_growth_mib']}), threads ≤ {rss.threads}"
+        + ("" if rss.db_connections is None else f", database connections ≤ {rss.db_connections}"),
         flush=True,
     )
     return row
@@ -402,22 +438,30 @@ def main() -> None:
     parser.add_argument(
         "--attacks", default="schema,slow,tokens", help="which of the hostile's parts to run"
     )
+    parser.add_argument(
+        "--database-url",
+        default="",
+        help="a PostgreSQL server (postgres://user@host:port/db) on which the bench makes, and at "
+        "the end drops, a database of its own; default: SQLite in the temp dir",
+    )
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
     args = parser.parse_args()
 
     data_dir = tempfile.mkdtemp(prefix="artifacts-bench-hostile-")
+    database = Postgres(args.database_url) if args.database_url else None
     env = {
         "ARTIFACTS_DATA_DIR": data_dir,
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": "bench-" + "x" * 40,
-        "DATABASE_URL": "",
+        "DATABASE_URL": database.url if database else "",
         "REDIS_URL": "",
     }
-    print(f"preparing {data_dir} ({args.agents} honest agents, one hostile) …", flush=True)
-    keys = prepare(env, args.agents)
+    where = database.name if database else data_dir
+    print(f"preparing {where} ({args.agents} honest agents, one hostile) …", flush=True)
     server = DaphneServer({**os.environ, **env, "PYTHONPATH": str(ROOT)})
     try:
+        keys = prepare(env, args.agents)
         server.start()
         assert server.process is not None
         pid = server.process.pid
@@ -425,12 +469,13 @@ def main() -> None:
         honest_load(base, keys, args.agents, 2)  # warm-up: imports, connections, query plans
         time.sleep(1)
 
+        connections = database.connections if database else None
         first = RSS(pid).start
         rounds = []
         for n in range(args.rounds):  # quiet then hostile, so a slow spell hits both
             print(f"round {n + 1}:", flush=True)
             time.sleep(1)
-            with RSS(pid) as rss_a:
+            with RSS(pid, connections) as rss_a:
                 quiet = honest_load(base, keys, args.agents, args.requests)
             a = summary("quiet", quiet, rss_a)
             time.sleep(1)
@@ -442,7 +487,7 @@ def main() -> None:
                 kwargs={"results": results},
                 daemon=True,
             )
-            with RSS(pid) as rss_b:
+            with RSS(pid, connections) as rss_b:
                 hostile.start()
                 if not started.wait(120):
                     raise RuntimeError("the hostile process did not start")
@@ -493,6 +538,8 @@ def main() -> None:
     finally:
         server.stop()
         shutil.rmtree(data_dir, ignore_errors=True)
+        if database is not None:
+            database.drop()
 
 
 if __name__ == "__main__":
