@@ -19,10 +19,14 @@ from agent_artifacts_client import ArtifactsClient, ClientError
 from conftest import Served
 
 try:
-    from agent_artifacts_client.adk import AgentArtifactsService
+    from agent_artifacts_client.adk import (  # ADK's own InputValidationError (ADK 1: ValueError)
+        AgentArtifactsService,
+        InputValidationError,
+        same_rule_as_adk,
+    )
     from google.adk.agents import BaseAgent
     from google.adk.apps import App
-    from google.adk.artifacts import InMemoryArtifactService
+    from google.adk.artifacts import InMemoryArtifactService, artifact_util
     from google.adk.events import Event
     from google.adk.plugins.save_files_as_artifacts_plugin import SaveFilesAsArtifactsPlugin
     from google.adk.runners import Runner
@@ -266,6 +270,165 @@ async def test_no_session_means_the_user_scope_as_adks_base_class_says(ours):
     as_dict = {"inlineData": {"mimeType": "application/json", "data": b"{}"}}
     assert await ours.save_artifact(**scope, filename="d", artifact=as_dict) == 0
     assert (await ours.load_artifact(**scope, filename="d")).inline_data.data == b"{}"
+
+
+# Every input class ADK's services refuse in an app_name, user_id or session_id, and ADK's words
+# for it (google-adk 2.13's validate_path_segment; the cases of ADK's own artifact-service tests).
+TRAVERSAL = "{field} {value!r} must not contain traversal segments."
+ROOTED = "{field} {value!r} must not be an absolute path or start with a slash."
+DRIVE = "{field} {value!r} must not be drive-qualified."
+RESERVED = "{field} {value!r} must not contain reserved path segments."
+UNSAFE_NAMES = {
+    "empty": ("", "{field} must not be empty."),
+    "blank": ("  \t", "{field} must not be empty."),
+    "parent": ("../escape", TRAVERSAL),
+    "parents": ("../../etc", TRAVERSAL),
+    "parent inside": ("foo/../../bar", TRAVERSAL),
+    "parent after backslash": ("x\\..", TRAVERSAL),
+    "dot-dot": ("..", TRAVERSAL),
+    "dot": (".", TRAVERSAL),
+    "NUL": ("null\x00byte", "{field} must not contain null bytes."),
+    "absolute": ("/etc/passwd", ROOTED),
+    "leading slash": ("/leading/slash", ROOTED),
+    "leading backslash": ("\\leading\\backslash", ROOTED),
+    "drive backslash": ("C:\\absolute", DRIVE),
+    "drive slash": ("C:/absolute", DRIVE),
+    "drive-relative": ("C:drive-relative", DRIVE),
+    "sessions segment": ("victim/sessions/s1", RESERVED),
+    "artifacts segment": ("victim/artifacts", RESERVED),
+    "apps segment": ("victim/apps", RESERVED),
+    "users segment": ("victim/users", RESERVED),
+    "versions segment": ("victim/versions", RESERVED),
+    "reserved segment, other case, backslash": ("a\\Versions", RESERVED),
+}
+FIELDS = ("app_name", "user_id", "session_id")
+SAFE = {"app_name": "app", "user_id": "uma", "session_id": "s1"}
+
+
+def calls(names: dict[str, Any]) -> dict[str, Any]:
+    """Every method that takes these names, as a coroutine factory (session-scoped file)."""
+    one = {**names, "filename": "notes.txt"}
+    text = types.Part(text="x")
+    return {
+        "save_artifact": lambda s: s.save_artifact(**one, artifact=text),
+        "load_artifact": lambda s: s.load_artifact(**one),
+        "list_artifact_keys": lambda s: s.list_artifact_keys(**names),
+        "delete_artifact": lambda s: s.delete_artifact(**one),
+        "list_versions": lambda s: s.list_versions(**one),
+        "list_artifact_versions": lambda s: s.list_artifact_versions(**one),
+        "get_artifact_version": lambda s: s.get_artifact_version(**one),
+    }
+
+
+def count_requests(service: AgentArtifactsService) -> list[str]:
+    """The requests the service's HTTP client sends from now on (httpx's own event hooks)."""
+    sent: list[str] = []
+
+    async def seen(request: httpx.Request) -> None:
+        sent.append(f"{request.method} {request.url.path}")
+
+    http = service.client.http
+    hooks = http.event_hooks
+    hooks["request"] = [*hooks["request"], seen]
+    http.event_hooks = hooks
+    return sent
+
+
+async def refusal(call: Any) -> str:
+    with pytest.raises(InputValidationError) as err:
+        await call
+    return str(err.value)
+
+
+@pytest.mark.parametrize("case", list(UNSAFE_NAMES))
+async def test_unsafe_names_raise_adks_input_validation_error_before_any_request(ours, case):
+    value, words = UNSAFE_NAMES[case]
+    sent = count_requests(ours)
+    adk_has_the_rule = hasattr(artifact_util, "validate_path_segment")
+    if adk_has_the_rule:  # then the error is ADK's own class
+        assert InputValidationError.__module__ == "google.adk.errors.input_validation_error"
+    for field in FIELDS:
+        names = {**SAFE, field: value}
+        want = words.format(field=field, value=value)
+        theirs = calls(names)
+        for method, call in calls(names).items():
+            assert await refusal(call(ours)) == want, (field, method)
+            if adk_has_the_rule:  # ADK's own service says the same (an ADK older than 2.x: no rule)
+                assert await refusal(theirs[method](InMemoryArtifactService())) == want
+    assert sent == []  # refused in the adapter: nothing reached the server
+    assert await ours.load_artifact(**SAFE, filename="never-saved") is None
+    assert sent  # and the hook does see what is sent
+
+
+def test_the_kits_copy_of_adks_rule_words_every_case_as_adk():
+    """An ADK without ``validate_path_segment`` gets the kit's copy of it: the same answers."""
+    rule = getattr(artifact_util, "validate_path_segment", None)
+    allowed = ["group/user123", "mdbuser/username", "sessions", "user", "a/b", "ab:c", "s1"]
+    for value, words in [*UNSAFE_NAMES.values(), *((v, None) for v in allowed)]:
+        for field in FIELDS:
+            want = None if words is None else words.format(field=field, value=value)
+            try:
+                same_rule_as_adk(value, field)
+                got = None
+            except InputValidationError as error:
+                got = str(error)
+            assert got == want, (field, value)
+            if rule is not None:
+                try:
+                    rule(value, field)
+                    adks = None
+                except InputValidationError as error:
+                    adks = str(error)
+                assert adks == want, (field, value)
+
+
+async def test_a_user_id_aimed_at_another_users_session_is_refused_and_stores_nothing(
+    ours, served: Served
+):
+    app = unique("app")
+    await ours.save_artifact(
+        app_name=app, user_id="victim", session_id="s1", filename="notes.txt",
+        artifact=types.Part(text="victim data"),
+    )  # fmt: skip
+    with pytest.raises(InputValidationError, match="must not contain reserved path segments"):
+        await ours.save_artifact(
+            app_name=app, user_id="victim/sessions/s1", filename="user:notes.txt",
+            artifact=types.Part(text="attacker data"),
+        )  # fmt: skip
+    with pytest.raises(InputValidationError, match="must not contain null bytes"):
+        await ours.save_artifact(
+            app_name=app, user_id="victim", session_id="s1\x00", filename="notes.txt",
+            artifact=types.Part(text="attacker data"),
+        )  # fmt: skip
+    loaded = await ours.load_artifact(
+        app_name=app, user_id="victim", session_id="s1", filename="notes.txt"
+    )
+    assert loaded == types.Part(text="victim data")
+    with ArtifactsClient(served.base, served.notes_key, "notes") as key:
+        stored = [r for r in key.list(kind="adk-artifact") if r.data.get("app") == app]
+        assert [(r.data["user"], r.data["filename"]) for r in stored] == [("victim", "notes.txt")]
+
+
+async def test_names_adk_allows_still_work_and_a_user_artifacts_session_is_not_checked(ours):
+    app = "projects/123/locations/us-central1/reasoningEngines/456"
+    for user in ("group/user123", "mdbuser/username"):
+        scope = {"app_name": app, "user_id": user, "session_id": unique("sess")}
+        part = types.Part(inline_data=types.Blob(mime_type="text/plain", data=b"data"))
+        assert await ours.save_artifact(**scope, filename="safe.txt", artifact=part) == 0
+        assert await ours.load_artifact(**scope, filename="safe.txt") == part
+    # A session called "user" is its own session, apart from the user scope.
+    scope = {"app_name": unique("app"), "user_id": "uma"}
+    await ours.save_artifact(
+        **scope, session_id="user", filename="a", artifact=types.Part(text="s")
+    )
+    await ours.save_artifact(**scope, filename="a", artifact=types.Part(text="u"))
+    assert (await ours.load_artifact(**scope, session_id="user", filename="a")).text == "s"
+    assert (await ours.load_artifact(**scope, filename="a")).text == "u"
+    # As in ADK, a user: artifact does not use the session id, so a bad one is not refused.
+    got = await ours.load_artifact(**scope, session_id="../x", filename="user:a")
+    assert got == types.Part(text="u")
+    with pytest.raises(InputValidationError, match="user_id must be a string"):
+        await ours.load_artifact(app_name="app", user_id=7, filename="user:a")
 
 
 if "BaseAgent" in globals():

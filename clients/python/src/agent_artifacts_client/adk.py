@@ -34,6 +34,12 @@ key of ``agent``; any ADK ``app_name`` works. How ADK's names land in the servic
   contiguous). Deleting an artifact removes every version; saving it again starts at 0 again, as
   ``InMemoryArtifactService`` does.
 - ``canonical_uri`` of a version is the HTTP URL of that version's content on the service.
+- **names**: ``app_name``, ``user_id`` and a ``session_id`` in use are held to ADK's own rule for
+  its storage paths (``validate_path_segment``: not empty, no NUL, no leading slash or backslash,
+  no drive such as ``C:``, no ``.``/``..`` segment, no reserved segment ``apps``, ``users``,
+  ``sessions``, ``artifacts`` or ``versions`` beside a slash). A name that breaks it raises ADK's
+  ``InputValidationError`` with ADK's own message before any request is sent, as ADK's services
+  do; the session id of a ``user:`` artifact is not used and not checked, as in ADK.
 """
 
 from __future__ import annotations
@@ -41,11 +47,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from google.adk.artifacts import BaseArtifactService
+from google.adk.artifacts import BaseArtifactService, artifact_util
 from google.adk.artifacts.base_artifact_service import ArtifactVersion
 from google.genai import types
 
@@ -58,10 +65,55 @@ try:
 except ImportError:  # pragma: no cover - older ADK
     InputValidationError = ValueError  # type: ignore[misc,assignment,unused-ignore]
 
+# ADK's own rule for the names in its storage paths; None in an ADK older than the rule.
+_adk_segment_rule: Callable[[str, str], None] | None = getattr(
+    artifact_util, "validate_path_segment", None
+)
+
 USER_PREFIX = "user:"
 DEFAULT_KIND = "adk-artifact"
 MAX_REFERENCE_DEPTH = 5  # as ADK's services: a reference chain that loops ends with an error
 _NOT_SID = re.compile(r"[^A-Za-z0-9._:-]")
+# ADK's reserved storage segments and drive prefix (google.adk.artifacts.artifact_util).
+RESERVED_SEGMENTS = frozenset({"apps", "users", "sessions", "artifacts", "versions"})
+_DRIVE = re.compile(r"[A-Za-z]:")
+
+
+def check_segment(value: object, field_name: str) -> None:
+    """Raise ADK's ``InputValidationError``, worded as ADK words it, for an ``app_name``,
+    ``user_id`` or ``session_id`` ADK's services refuse (see the module doc, "names").
+
+    ADK's own ``validate_path_segment`` when the installed ADK has it; for an older ADK, the
+    same rule and wording (``test_adk`` holds the two to the same answers)."""
+    if not isinstance(value, str):
+        if value:  # a number, a list…: no name at all
+            raise InputValidationError(f"{field_name} must be a string.")
+        value = ""  # None: empty, as ADK words it
+    if _adk_segment_rule is not None:
+        _adk_segment_rule(value, field_name)
+        return
+    same_rule_as_adk(value, field_name)
+
+
+def same_rule_as_adk(value: str, field_name: str) -> None:
+    """ADK's ``validate_path_segment`` (google-adk 2.13), for an ADK that does not have it."""
+    if not value or not value.strip():
+        raise InputValidationError(f"{field_name} must not be empty.")
+    if "\x00" in value:
+        raise InputValidationError(f"{field_name} must not contain null bytes.")
+    if value.startswith("/") or value.startswith("\\"):
+        raise InputValidationError(
+            f"{field_name} {value!r} must not be an absolute path or start with a slash."
+        )
+    if _DRIVE.match(value) is not None:
+        raise InputValidationError(f"{field_name} {value!r} must not be drive-qualified.")
+    segments = value.replace("\\", "/").split("/")
+    if value in (".", "..") or ".." in segments:
+        raise InputValidationError(f"{field_name} {value!r} must not contain traversal segments.")
+    if len(segments) > 1 and not RESERVED_SEGMENTS.isdisjoint(s.casefold() for s in segments):
+        raise InputValidationError(
+            f"{field_name} {value!r} must not contain reserved path segments."
+        )
 
 
 @dataclass(frozen=True)
@@ -101,12 +153,14 @@ def _enc(segment: str) -> str:
 
 
 def _scope(app_name: str, user_id: str, filename: str, session_id: str | None) -> _Scope:
-    for value, what in ((app_name, "app_name"), (user_id, "user_id"), (filename, "filename")):
-        if not isinstance(value, str) or not value.strip():
-            raise InputValidationError(f"{what} must be a non-empty string.")
-    if session_id is not None and (not isinstance(session_id, str) or not session_id.strip()):
-        raise InputValidationError("session_id must be a non-empty string or None.")
+    """Where an artifact lives; ADK's refusals of its names first, before any request."""
+    check_segment(app_name, "app_name")
+    check_segment(user_id, "user_id")
+    if not isinstance(filename, str) or not filename.strip():
+        raise InputValidationError("filename must be a non-empty string.")
     user_scoped = session_id is None or filename.startswith(USER_PREFIX)
+    if not user_scoped:  # as ADK: a user: artifact's session id is not used, so not checked
+        check_segment(session_id, "session_id")
     return _Scope(app_name, user_id, None if user_scoped else session_id, filename)
 
 
@@ -227,8 +281,6 @@ class AgentArtifactsService(BaseArtifactService):
         )
 
     def _check_reference(self, uri: str, scope: _Scope, session_id: str | None) -> Any:
-        from google.adk.artifacts import artifact_util
-
         parsed = artifact_util.parse_artifact_uri(uri)
         if not parsed:
             raise InputValidationError(f"Invalid artifact reference URI: {uri}")
@@ -353,7 +405,7 @@ class AgentArtifactsService(BaseArtifactService):
         self, *, app_name: str, user_id: str, session_id: str | None = None
     ) -> list[str]:
         scopes = [_scope(app_name, user_id, USER_PREFIX, None)]
-        if session_id is not None:
+        if session_id is not None:  # checked here too, as ADK does, even when nothing is saved
             scopes.append(_scope(app_name, user_id, "-", session_id))
         names: set[str] = set()
         for scope in scopes:  # a session never made lists as empty
