@@ -38,6 +38,7 @@ CODES: dict[str, int] = {
     # the door (DoorMiddleware), before any view
     "invalid_path": 400,
     "invalid_host": 400,
+    "invalid_charset": 400,  # a Content-Type charset that is not a text encoding (media.py)
     # authentication and access
     "not_authenticated": 401,
     "invalid_token": 401,
@@ -117,6 +118,7 @@ CODES: dict[str, int] = {
 COMMON = (
     "invalid_path",
     "invalid_host",
+    "invalid_charset",
     "not_authenticated",
     "invalid_token",
     "forbidden",
