@@ -326,8 +326,16 @@ CONTENT_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
 }
 CONTENT_OPERATIONS = ("artifacts_content", "artifacts_version_content")
 
-# JSON request bodies whose views refuse unknown fields (views.object_body): closed.
-CLOSED_BODIES = ("TagRequest", "SessionCreateRequest", "ToolRunRequest")
+# Request bodies whose views refuse unknown fields (views.object_body, services.kinds, the
+# multipart parser's parts): closed.
+CLOSED_BODIES = (
+    "TagRequest",
+    "SessionCreateRequest",
+    "ToolRunRequest",
+    "KindsDeclareRequest",
+    "KindDeclareRequest",
+    "TagMultipartRequest",
+)
 # The envelope has exactly these fields (errors.envelope, ArtifactError.as_envelope).
 CLOSED_RESPONSES = ("Error", "ErrorBody")
 
