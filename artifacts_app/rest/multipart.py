@@ -239,7 +239,7 @@ class StreamingMultipart:
             else None
         )
         if not file_name and self.parts is None:
-            return  # as Django: skipped (declared parts are the file whatever their name)
+            return  # as Django: skipped (a declared part is the file whatever its filename)
         content_type, extra = self.part.headers.get("content-type", ("", {}))
         try:
             content_length: int | None = int(self.part.headers["content-length"][0])
@@ -252,7 +252,9 @@ class StreamingMultipart:
                 try:
                     handler.new_file(
                         self.part.field_name,
-                        file_name or "",  # a declared part sent without a filename: none
+                        # A declared part sent without a usable filename is named after the part
+                        # (Django's UploadedFile refuses an empty name; a None breaks its handlers).
+                        file_name or self.part.field_name,
                         content_type.strip(),
                         content_length,
                         extra.get("charset"),  # type: ignore[arg-type]  # bytes, as Django's
@@ -320,9 +322,7 @@ class StreamingMultipart:
                 raise MultipartError("a base64 file part could not be decoded")
             for i, handler in enumerate(self.handlers):
                 file = handler.file_complete(self.counters[i])
-                # As Django, but a file without a name (a declared part sent without one) is
-                # false to ``if file`` (``File.__bool__``) and would be dropped: None means none.
-                if file is not None:
+                if file:
                     self.files.appendlist(part.field_name, file)
                     break
         elif part.kind == "field":

@@ -592,4 +592,5 @@ def test_declared_parts_are_fields_or_files_by_name():
     )
     post, files = ours_in(raw, "utf-8", TAG_PARTS)
     assert post == [("record", ["{}"])]
-    assert files == [("contents", None, "image/png", None, {}, b"\x89PNG")]
+    # Named after the part: sent without a filename, it has none of its own.
+    assert files == [("contents", "contents", "image/png", None, {}, b"\x89PNG")]
