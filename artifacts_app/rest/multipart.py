@@ -338,8 +338,8 @@ class StreamingMultipart:
                 text = data.decode(self.encoding)
             except UnicodeDecodeError as exc:
                 raise MultipartError(
-                    f"the part {part.field_name!r} is not valid {self.encoding} text (byte "
-                    f"{exc.start} is not); send it as {self.encoding}",
+                    f"the part {part.field_name!r} is not {self.encoding} text (at byte "
+                    f"{exc.start}); send it in the charset the Content-Type names (UTF-8 if none)",
                     part.field_name,
                 ) from None
             self.post.appendlist(part.field_name, text)
