@@ -3,7 +3,11 @@
 First in ``MIDDLEWARE``, before anything reads the database: a path or a query value holding NUL
 (U+0000) is refused with 400 — PostgreSQL cannot compare text with it and would answer 500, even
 to a caller without credentials — and on the API's paths (everything under ``/<slug>/``) a Host
-outside ``ALLOWED_HOSTS`` answers the error envelope instead of Django's HTML page.
+outside ``ALLOWED_HOSTS`` answers the error envelope instead of Django's HTML page. A
+``Content-Type`` whose ``charset`` is not a text encoding this server reads
+(``media.TEXT_ENCODINGS``) is refused with 400 ``invalid_charset`` before anything decodes with
+it: Django takes any name ``codecs.lookup`` knows as the request's encoding, ``idna`` and
+``undefined`` included, and the body, form or multipart fields decoded with it answered 500.
 Elsewhere (the admin, the playground) the refusals are a plain-text sentence; a wrong Host there
 is left to Django, as for any Django site.
 """
@@ -17,6 +21,7 @@ import orjson
 from django.core.exceptions import DisallowedHost
 from django.http import HttpRequest, HttpResponse
 
+from artifacts_app import media
 from artifacts_app.names import RESERVED_SLUGS
 from artifacts_app.values import text_problem
 
@@ -64,6 +69,10 @@ class DoorMiddleware:
         problem = text_problem(path)
         if problem:
             return _refusal(api, "invalid_path", f"The path {problem}; remove it.")
+        charset = (request.content_params or {}).get("charset")
+        if charset is not None and media.text_encoding(charset) is None:
+            refusal = media.charset_refusal(charset)
+            return _refusal(api, refusal.code, refusal.message, refusal.details)
         for name, values in request.GET.lists():
             problem = text_problem(name) or next((p for p in map(text_problem, values) if p), None)
             if problem:

@@ -12,6 +12,7 @@ Low in the layers: it knows only ``errors``.
 
 from __future__ import annotations
 
+import codecs
 import mimetypes
 import re
 import unicodedata
@@ -90,6 +91,65 @@ def parse(value: str) -> MediaType | None:
         params.append((name, raw))
         pos = found.end()
     return MediaType(match.group(1).lower(), match.group(2).lower(), tuple(params))
+
+
+# The charsets this server decodes with, by Python's name for the codec: the encodings of the
+# WHATWG Encoding Standard (what browsers and HTTP clients label text with) that Python has, plus
+# ASCII, UTF-16 and UTF-32. ``codecs.lookup`` alone would also let through codecs that are not text
+# encodings (base64, zlib, rot13), one that fails on every input (undefined), ones that fail under
+# ``errors="replace"`` or on ordinary text (idna, punycode) and ones that turn bytes into any text
+# (unicode_escape, utf-7): a request naming one of those once answered 500.
+TEXT_ENCODINGS = frozenset(
+    {
+        "utf-8",
+        "utf-16",
+        "utf-16-le",
+        "utf-16-be",
+        "utf-32",
+        "utf-32-le",
+        "utf-32-be",
+        "ascii",
+        *(f"iso8859-{n}" for n in (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16)),
+        *(f"cp{n}" for n in (866, 874, 932, *range(1250, 1259))),
+        "koi8-r",
+        "koi8-u",
+        "mac-roman",
+        "mac-cyrillic",
+        "gbk",
+        "gb2312",
+        "gb18030",
+        "big5",
+        "big5hkscs",
+        "euc_jp",
+        "iso2022_jp",
+        "shift_jis",
+        "euc_kr",
+    }
+)
+
+
+def text_encoding(charset: str | None) -> str | None:
+    """Python's codec for ``charset`` (a ``charset`` parameter as sent, any case or alias) when it
+    is one of ``TEXT_ENCODINGS``; else None, and the caller refuses it or does not decode."""
+    if not charset or len(charset) > 64:
+        return None
+    try:
+        name = codecs.lookup(charset.strip().strip('"')).name
+    except (LookupError, ValueError):  # unknown; ValueError: a NUL in the name
+        return None
+    return name if name in TEXT_ENCODINGS else None
+
+
+def charset_refusal(charset: str) -> ArtifactError:
+    """400 ``invalid_charset``: a request whose ``Content-Type`` names a charset that is not one
+    of ``TEXT_ENCODINGS`` (refused at the door, before anything decodes with it)."""
+    shown = charset if len(charset) <= 64 else charset[:64] + "…"
+    return ArtifactError(
+        "invalid_charset",
+        f"The Content-Type's charset {shown!r} is not a text encoding this server reads; send "
+        "UTF-8 (charset=utf-8, or no charset).",
+        {"charset": shown},
+    )
 
 
 def canonical(value: str, *, field: str = "contentType") -> str:

@@ -45,7 +45,6 @@ foldable (the record's ``data``).
 
 from __future__ import annotations
 
-import codecs
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -205,13 +204,10 @@ def _body(
 
 
 def _charset(content_type: str | None) -> str:
+    # A text encoding, never any codec the tag named (idna failed under errors="replace", zlib
+    # is no text encoding: the page answered 500).
     parsed = media.parse(content_type or "")
-    charset = (parsed.param("charset") if parsed else None) or "utf-8"
-    try:
-        codecs.lookup(charset)
-    except LookupError:
-        return "utf-8"
-    return charset
+    return media.text_encoding(parsed.param("charset") if parsed else None) or "utf-8"
 
 
 def human_size(size: int) -> str:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from artifacts_app import access, blobs, selectors
+from artifacts_app import access, blobs, media, selectors
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent
 from artifacts_app.names import ARTIFACT_ID_PATTERN
@@ -151,12 +151,21 @@ def _is_text(content_type: str) -> bool:
     return kind.startswith("text/") or kind in _TEXT_TYPES or kind.endswith(("+json", "+xml"))
 
 
-def _charset(content_type: str) -> str:
-    for part in content_type.split(";")[1:]:
-        name, _, value = part.partition("=")
-        if name.strip().lower() == "charset" and value.strip():
-            return value.strip().strip('"')
-    return "utf-8"
+def _charset(content_type: str) -> str | None:
+    """The content's text encoding (UTF-8 unless it names one); None for a charset that is not a
+    text encoding (``media.TEXT_ENCODINGS``): the content is then given as bytes."""
+    parsed = media.parse(content_type)
+    charset = parsed.param("charset") if parsed is not None else None
+    return "utf-8" if charset is None else media.text_encoding(charset)
+
+
+def _text(raw: bytes, charset: str | None) -> str | None:
+    if charset is None:
+        return None
+    try:
+        return raw.decode(charset)
+    except UnicodeDecodeError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -194,11 +203,8 @@ def read_contents(
         )
     raw = blobs.blob_read(content.sha256)
     if _is_text(content.content_type):
-        try:
-            text = raw.decode(_charset(content.content_type))
-        except (LookupError, UnicodeDecodeError):
-            pass
-        else:
+        text = _text(raw, _charset(content.content_type))
+        if text is not None:
             return record, Contents(
                 record=wire, content_uri=uri, content_type=content.content_type, text=text
             )

@@ -2,14 +2,21 @@
 ``list_artifacts`` and ``read_artifact``. Each answers structured content (checked by the client
 against the output schema) and resource links, never a large blob pasted into the model's context.
 
-A refusal is a tool result with ``isError`` whose text says what to fix, naming the field, so that
-a model can correct its call (the tag's refusals are the REST tool's, worded by
-``tool.model_facing``); its structured content is the REST error envelope.
+A refusal is a tool result with ``isError`` whose one text block is the REST error envelope as
+JSON text (``{"error": {"code", "message", "details"?}}``): its message says what to fix, naming
+the field, so that a model can correct its call (the tag's refusals are the REST tool's, worded by
+``tool.model_facing``). It carries no structured content: a client checks structured content
+against the tool's output schema (the record, the page), which an envelope is not — the
+TypeScript SDK (and the Inspector on it) then reported "Structured content does not match the
+tool's output schema" in place of the message — and the protocol lets an error result go without
+it.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+import orjson
 
 from artifacts_app import access, services, tool
 from artifacts_app.errors import ArtifactError
@@ -160,9 +167,10 @@ def run(call: Call, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def refusal(error: ArtifactError) -> dict[str, Any]:
+    """The result of a refused call: ``isError``, the envelope as the one text block, no
+    ``structuredContent`` (the output schemas describe what a call answers, not refusals)."""
     return {
-        "content": [{"type": "text", "text": f"Refused ({error.code}): {error.message}"}],
-        "structuredContent": error.as_envelope(),
+        "content": [{"type": "text", "text": orjson.dumps(error.as_envelope()).decode()}],
         "isError": True,
     }
 

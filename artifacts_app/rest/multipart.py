@@ -9,7 +9,7 @@ rule for rule (each is marked "as Django" below): the part headers read by
 ``parse_header_parameters`` (RFC 2231 names included); a part without ``Content-Disposition``, or
 without a ``name``, skipped; a part with a non-empty ``filename`` a file (its name sanitised as
 Django does; a file whose name sanitises to nothing is skipped), else a field decoded with the
-request's encoding (undecodable bytes replaced); ``Content-Transfer-Encoding: base64`` decoded in
+request's encoding; ``Content-Transfer-Encoding: base64`` decoded in
 both; ``DATA_UPLOAD_MAX_NUMBER_FIELDS``, ``DATA_UPLOAD_MAX_NUMBER_FILES`` and
 ``DATA_UPLOAD_MAX_MEMORY_SIZE`` (the fields' bytes, never the files') enforced with Django's
 exceptions; the upload handlers driven through ``new_file``, ``receive_data_chunk`` (a handler
@@ -19,7 +19,15 @@ well formed (no first boundary, a preamble, bad characters in a header name, mor
 a header line over 4 KiB in a part) is refused (``MultipartError``) where Django would skip what it
 could not read, and a boundary ends a part only at the start of a line (RFC 2046; Django's parser
 also cut a value at ``--boundary`` mid-line); a part's header block may take up to those 8 lines
-of 4 KiB where Django refuses one over ~1 KiB. Not driven: ``handle_raw_input`` and ``StopUpload``
+of 4 KiB where Django refuses one over ~1 KiB; a field whose bytes are not text in the request's
+encoding is refused (``MultipartError`` naming the part) where Django stores U+FFFD in their place.
+Given the body's ``parts`` (name -> ``FIELD`` or ``FILE``; the tag's are ``record`` and
+``contents``), it also refuses what Django would let through unseen: a part without a name
+(``MultipartError``), a name not among them (``UnknownPart``), a name sent twice (``RepeatedPart``:
+Django keeps both, and a reader of one value takes the last); and a part is a field or a file by
+its name, not by its ``filename`` (a ``contents`` part sent without one, as a form's text field or
+``curl -F contents=<file`` sends it, is the file; a ``record`` part sent with one, as
+``curl -F record=@record.json``, is the field). Not driven: ``handle_raw_input`` and ``StopUpload``
 (no handler of this site uses them); ``SkipFile`` closes a handler's ``file``, as Django does.
 """
 
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
 from typing import Any, cast
 
 from django.conf import settings
@@ -43,8 +52,24 @@ from python_multipart.multipart import MultipartParser
 READ_SIZE = 1024 * 1024  # per read of the body (daphne feeds it in pieces up to this size)
 
 
+FIELD, FILE = "field", "file"  # what a part named in ``parts`` is
+
+
 class MultipartError(Exception):
-    """The body is not a well-formed multipart body; the message says how."""
+    """The body is not a well-formed multipart body; the message says how, ``part`` names the
+    part it is about (or None)."""
+
+    def __init__(self, message: str, part: str | None = None) -> None:
+        super().__init__(message)
+        self.part = part
+
+
+class UnknownPart(MultipartError):
+    """A part whose name is not one of the body's ``parts``."""
+
+
+class RepeatedPart(MultipartError):
+    """A second part of one name."""
 
 
 def sanitize_file_name(file_name: str) -> str | None:
@@ -82,9 +107,17 @@ class _Part:
 class StreamingMultipart:
     """One body's parse: ``feed`` it the body in pieces, then ``finish``."""
 
-    def __init__(self, boundary: bytes, handlers: list[FileUploadHandler], encoding: str) -> None:
+    def __init__(
+        self,
+        boundary: bytes,
+        handlers: list[FileUploadHandler],
+        encoding: str,
+        parts: Mapping[str, str] | None = None,
+    ) -> None:
         self.handlers = handlers
         self.encoding = encoding
+        self.parts = parts
+        self.names_seen: set[str] = set()
         self.post = QueryDict(mutable=True)
         self.files: MultiValueDict[str, Any] = MultiValueDict()
         self.ended = False
@@ -151,6 +184,8 @@ class StreamingMultipart:
         part = self.part
         disposition = part.headers.get("content-disposition")
         is_file = disposition is not None and bool(disposition[1].get("filename"))
+        if self.parts is not None:
+            is_file = self._declared(disposition) == FILE
         if not is_file and settings.DATA_UPLOAD_MAX_NUMBER_FIELDS is not None:
             # As Django: fields and parts without a disposition count, up to the setting (Django
             # allows it + 2 and counts the two empty parts it sees around the boundaries).
@@ -170,6 +205,26 @@ class StreamingMultipart:
         else:
             part.kind = "field"
 
+    def _declared(self, disposition: tuple[str, dict[str, bytes]] | None) -> str:
+        """What the part is by its name among ``parts``; refuses a part that is none of them."""
+        assert self.parts is not None
+        name_raw = disposition[1].get("name") if disposition is not None else None
+        if name_raw is None:
+            raise MultipartError(
+                "a part has no Content-Disposition: form-data header with a name; name every "
+                f"part ({', '.join(self.parts)})"
+            )
+        name = force_str(name_raw.strip(), self.encoding, errors="replace")
+        if name not in self.parts:
+            raise UnknownPart(
+                f"the body has a part named {name!r}; its parts are {', '.join(self.parts)}",
+                name,
+            )
+        if name in self.names_seen:
+            raise RepeatedPart(f"the part {name!r} is sent twice; send it once", name)
+        self.names_seen.add(name)
+        return self.parts[name]
+
     def _file_begin(self, disposition: dict[str, bytes]) -> None:
         self.files_seen += 1
         limit = settings.DATA_UPLOAD_MAX_NUMBER_FILES
@@ -177,11 +232,14 @@ class StreamingMultipart:
             raise TooManyFilesSent(
                 "The number of files exceeded settings.DATA_UPLOAD_MAX_NUMBER_FILES."
             )
-        file_name = sanitize_file_name(
-            force_str(disposition["filename"], self.encoding, errors="replace")
+        raw_name = disposition.get("filename")
+        file_name = (
+            sanitize_file_name(force_str(raw_name, self.encoding, errors="replace"))
+            if raw_name
+            else None
         )
-        if not file_name:
-            return  # as Django: skipped
+        if not file_name and self.parts is None:
+            return  # as Django: skipped (a declared part is the file whatever its filename)
         content_type, extra = self.part.headers.get("content-type", ("", {}))
         try:
             content_length: int | None = int(self.part.headers["content-length"][0])
@@ -194,7 +252,9 @@ class StreamingMultipart:
                 try:
                     handler.new_file(
                         self.part.field_name,
-                        file_name,
+                        # A declared part sent without a usable filename is named after the part
+                        # (Django's UploadedFile refuses an empty name; a None breaks its handlers).
+                        file_name or self.part.field_name,
                         content_type.strip(),
                         content_length,
                         extra.get("charset"),  # type: ignore[arg-type]  # bytes, as Django's
@@ -274,18 +334,31 @@ class StreamingMultipart:
                     pass  # as Django: kept as sent
             self.field_bytes += len(part.field_name) + 2
             self._check_field_bytes(0)
-            self.post.appendlist(part.field_name, force_str(data, self.encoding, errors="replace"))
+            try:
+                text = data.decode(self.encoding)
+            except UnicodeDecodeError as exc:
+                raise MultipartError(
+                    f"the part {part.field_name!r} is not {self.encoding} text (at byte "
+                    f"{exc.start}); send it in the charset the Content-Type names (UTF-8 if none)",
+                    part.field_name,
+                ) from None
+            self.post.appendlist(part.field_name, text)
 
     def _end(self) -> None:
         self.ended = True
 
 
 def parse(
-    stream: Any, boundary: bytes, handlers: list[FileUploadHandler], encoding: str
+    stream: Any,
+    boundary: bytes,
+    handlers: list[FileUploadHandler],
+    encoding: str,
+    parts: Mapping[str, str] | None = None,
 ) -> tuple[QueryDict, MultiValueDict[str, Any]]:
     """Read ``stream`` to its end as a multipart body: (fields, files), as Django's parser
-    answers them. Raises ``MultipartError``, or Django's limit exceptions."""
-    body = StreamingMultipart(boundary, handlers, encoding)
+    answers them, with only ``parts`` (name -> ``FIELD`` or ``FILE``) when given. Raises
+    ``MultipartError`` (``UnknownPart``, ``RepeatedPart``), or Django's limit exceptions."""
+    body = StreamingMultipart(boundary, handlers, encoding, parts)
     try:
         while chunk := stream.read(READ_SIZE):
             body.feed(chunk)

@@ -48,20 +48,25 @@ class JSONParser(parsers.BaseParser):
         return json_loads(raw, what="The body")
 
 
-def malformed_multipart(reason: str) -> ArtifactError:
+def malformed_multipart(reason: str, part: str | None = None) -> ArtifactError:
     return ArtifactError(
         "malformed_multipart",
         f"The multipart body could not be read: {reason}. Send multipart/form-data with a boundary "
         "parameter, a `record` part and an optional `contents` file part, ending with the closing "
         "boundary.",
+        None if part is None else {"field": part},
     )
 
 
 class MultiPartParser(parsers.BaseParser):
-    """Multipart bodies read as they arrive (``rest/multipart.py``: the file part's bytes go to
-    the upload handlers without a copy), with errors in the envelope and cut-off bodies refused."""
+    """The tag's multipart body, read as it arrives (``rest/multipart.py``: the file part's bytes
+    go to the upload handlers without a copy), with errors in the envelope and cut-off bodies
+    refused. Its parts are ``PARTS``, each once: ``record`` (the JSON record, text in the request's
+    charset, UTF-8 unless it names another) and ``contents`` (the blob, with or without a
+    ``filename``); any other part is refused with 400 ``unknown_field``."""
 
     media_type = "multipart/form-data"
+    PARTS = {"record": multipart.FIELD, "contents": multipart.FILE}
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
         context = parser_context or {}
@@ -69,26 +74,32 @@ class MultiPartParser(parsers.BaseParser):
         boundary = parsed.param("boundary") if parsed is not None else None
         if not boundary or len(boundary) > 70:  # RFC 2046: 1–70 characters
             raise malformed_multipart("the Content-Type has no valid boundary parameter")
-        encoding = context.get("encoding") or settings.DEFAULT_CHARSET
-        try:
-            b"x".decode(encoding)
-        except UnicodeError:
-            pass  # a text encoding (one byte is not text in UTF-16)
-        except LookupError:  # a codec, but not of text (rot13, hex): Django's parser raised it
-            raise malformed_multipart(
-                f"the Content-Type's charset {encoding!r} is not a text encoding"
-            ) from None
+        # The door (DoorMiddleware) refused a charset that is not one of media.TEXT_ENCODINGS;
+        # checked again here, where it becomes the codec of the parts.
+        charset = context.get("encoding") or settings.DEFAULT_CHARSET
+        encoding = media.text_encoding(charset)
+        if encoding is None:
+            raise media.charset_refusal(charset)
         request = context.get("request")
         handlers = list(getattr(request, "upload_handlers", ()))
         try:
-            data, files = multipart.parse(stream, boundary.encode("latin-1"), handlers, encoding)
+            data, files = multipart.parse(
+                stream, boundary.encode("latin-1"), handlers, encoding, self.PARTS
+            )
         except BaseException as exc:
             # The body streams in as it is parsed: a client gone mid-file, a refusal or a malformed
             # part leaves a file part half-written.
             for handler in handlers:
                 handler.upload_interrupted()
+            if isinstance(exc, multipart.UnknownPart):
+                raise ArtifactError(
+                    "unknown_field",
+                    f"Unknown multipart part {exc.part!r}; the parts are `record` (the JSON "
+                    "record) and `contents` (the file).",
+                    {"field": exc.part, "fields": [exc.part]},
+                ) from None
             if isinstance(exc, multipart.MultipartError):
-                raise malformed_multipart(str(exc)) from None
+                raise malformed_multipart(str(exc), exc.part) from None
             raise
         return parsers.DataAndFiles(data, files)
 

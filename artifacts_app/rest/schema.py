@@ -38,6 +38,7 @@ CODES: dict[str, int] = {
     # the door (DoorMiddleware), before any view
     "invalid_path": 400,
     "invalid_host": 400,
+    "invalid_charset": 400,  # a Content-Type charset that is not a text encoding (media.py)
     # authentication and access
     "not_authenticated": 401,
     "invalid_token": 401,
@@ -124,6 +125,7 @@ CODES: dict[str, int] = {
 COMMON = (
     "invalid_path",
     "invalid_host",
+    "invalid_charset",
     "not_authenticated",
     "invalid_token",
     "forbidden",
@@ -333,8 +335,16 @@ CONTENT_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
 }
 CONTENT_OPERATIONS = ("artifacts_content", "artifacts_version_content")
 
-# JSON request bodies whose views refuse unknown fields (views.object_body): closed.
-CLOSED_BODIES = ("TagRequest", "SessionCreateRequest", "ToolRunRequest")
+# Request bodies whose views refuse unknown fields (views.object_body, services.kinds, the
+# multipart parser's parts): closed.
+CLOSED_BODIES = (
+    "TagRequest",
+    "SessionCreateRequest",
+    "ToolRunRequest",
+    "KindsDeclareRequest",
+    "KindDeclareRequest",
+    "TagMultipartRequest",
+)
 # The envelope has exactly these fields (errors.envelope, ArtifactError.as_envelope).
 CLOSED_RESPONSES = ("Error", "ErrorBody")
 

@@ -17,6 +17,7 @@ from artifacts_app.names import (
     TITLE_MAX,
     TURN_MAX,
 )
+from artifacts_app.services.kinds import COLUMN_MAX
 
 
 def pattern(body: str) -> list[RegexValidator]:
@@ -146,7 +147,14 @@ class DataField(serializers.JSONField):
 
 
 class TagSerializer(serializers.Serializer):
-    kind = serializers.CharField(required=False, allow_null=True, validators=pattern(KIND_PATTERN))
+    kind = serializers.CharField(
+        required=False,
+        allow_null=True,
+        validators=pattern(KIND_PATTERN),
+        help_text="One of the agent's kinds (GET artifacts/kinds): required when it declares "
+        "any (else 400 unknown_kind); with none declared, any name, and left out or null it is "
+        "`artifact`.",
+    )
     key = serializers.CharField(
         required=False,
         allow_null=True,
@@ -189,15 +197,17 @@ class TagSerializer(serializers.Serializer):
 
 class TagMultipartSerializer(serializers.Serializer):
     # The schema shows `record` as the JSON body's object (TagRequest), encoded application/json
-    # (rest.schema.postprocess); the serializer only names the parts.
+    # (rest.schema.postprocess); the serializer only names the parts. The body is closed: any
+    # other part is refused (rest.parsers.MultiPartParser.PARTS), and each part comes once.
     record = serializers.JSONField(
-        help_text="The tag's JSON record, as for a JSON body; its contents, if any, come as the "
-        "file part `contents` instead."
+        help_text="The tag's JSON record, as for a JSON body (text in the request's charset, "
+        "UTF-8 unless it names another); its contents, if any, come as the part `contents` "
+        "instead."
     )
     contents = serializers.FileField(
         required=False,
-        help_text="The blob, streamed to storage; its own Content-Type is the content type when "
-        "the record names none.",
+        help_text="The blob, streamed to storage, with or without a `filename`; its own "
+        "Content-Type is the content type when the record names none.",
     )
 
 
@@ -240,7 +250,11 @@ class KindsSerializer(serializers.Serializer):
 
 
 class KindDeclareSerializer(serializers.Serializer):
-    description = serializers.CharField(help_text="What this kind is, for people and models.")
+    description = serializers.CharField(
+        # Not only whitespace (services.kinds strips it), no U+0000 (values.check_value).
+        validators=pattern("[^\\u0000]*[^\\s\\u0000][^\\u0000]*"),
+        help_text="What this kind is, for people and models.",
+    )
     schema = serializers.DictField(
         required=False,
         allow_null=True,
@@ -248,7 +262,11 @@ class KindDeclareSerializer(serializers.Serializer):
         "null or left out: any JSON.",
     )
     keepVersions = serializers.IntegerField(
-        required=False, allow_null=True, min_value=1, help_text="Overrides the agent's."
+        required=False,
+        allow_null=True,
+        min_value=1,
+        max_value=COLUMN_MAX,
+        help_text="Overrides the agent's; left out or null: the agent's.",
     )
 
 
@@ -261,8 +279,23 @@ class KindsDeclareSerializer(serializers.Serializer):
     agentTool = serializers.BooleanField(
         required=False, default=False, help_text="Offer the tag_artifact tool (needs a kind)."
     )
-    max = serializers.IntegerField(required=False, default=1000, min_value=1)
-    keepVersions = serializers.IntegerField(required=False, default=10, min_value=1)
+    # null is taken as left out (services.kinds), as for a kind's keepVersions.
+    max = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=1000,
+        min_value=1,
+        max_value=COLUMN_MAX,
+        help_text="Left out or null: 1000.",
+    )
+    keepVersions = serializers.IntegerField(
+        required=False,
+        allow_null=True,
+        default=10,
+        min_value=1,
+        max_value=COLUMN_MAX,
+        help_text="Versions kept per record; left out or null: 10.",
+    )
 
 
 class ErrorBodySerializer(serializers.Serializer):

@@ -10,7 +10,7 @@ it is ``_write.tag_locked``, shared with a restore.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import IO, Any
 
@@ -23,7 +23,7 @@ from artifacts_app.events import EventBatch
 from artifacts_app.models import Agent, Artifact
 from artifacts_app.names import keyed_id
 from artifacts_app.records import DEFAULT_BYTES_TYPE, DEFAULT_TEXT_TYPE, ContentInfo
-from artifacts_app.registry import spec_for
+from artifacts_app.registry import AgentSpec, spec_for
 from artifacts_app.services import _sql
 from artifacts_app.services._write import (
     Tag,
@@ -160,8 +160,44 @@ def artifact_content_put(
     content_type: str,
 ) -> TagResult:
     """Replace a record's content (API.md, ``PUT artifacts/<id>/content``): a re-tag that keeps
-    every other field of the record, through ``artifact_tag`` (the same rules, limit and event)."""
+    every other field of the record, with the tag's rules, limit and event.
+
+    The blob is stored first, outside any lock (a body streams for as long as it takes). The
+    fields the re-tag keeps are then read under the agent's lock, in the transaction that writes
+    it: a tag that commits while the body streams is kept, not overwritten with the fields it
+    replaced. They are read once before too, to refuse (404, the rules) before a body is stored.
+    """
     agent = selectors.agent_get(agent)
+    spec = spec_for(agent)
+    before = _retag_row(agent, artifact_id)
+    checked = _retag_validate(spec, before, content_type)
+    stored = blobs.blob_put(contents)
+    content = ContentInfo(stored.size, media.canonical(content_type), stored.sha256)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            lock_agent(agent, cursor)  # again in tag_locked, in this same transaction
+        row = _retag_row(agent, artifact_id)
+        if row != before:  # re-tagged while the body streamed: its fields, checked again
+            checked = _retag_validate(spec, row, content_type)
+        kind_name, parsed = checked
+        tag = Tag(
+            agent,
+            spec.max,
+            spec.keep_for(kind_name),
+            kind_name,
+            row["key"],
+            row["title"],
+            parsed,
+            row["session__sid"],
+            row["turn_id"],
+            row["source"],
+            artifact_id,
+        )
+        return tag_locked(tag, content)
+
+
+def _retag_row(agent: Agent, artifact_id: str) -> Mapping[str, Any]:
+    """The fields a content PUT keeps, as the record holds them now; 404 for a record gone."""
     row = (
         Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
         .values("kind", "key", "title", "data", "session__sid", "turn_id", "source")
@@ -169,9 +205,14 @@ def artifact_content_put(
     )
     if row is None:
         raise unknown_artifact(agent, artifact_id)
-    return artifact_tag(
-        agent=agent,
-        artifact_id=artifact_id,
+    return row
+
+
+def _retag_validate(spec: AgentSpec, row: Mapping[str, Any], content_type: str) -> tuple[str, Any]:
+    """The tag's rules over the record's own fields with new contents (a kind no longer
+    declared, or data its schema now refuses, is refused as for any tag)."""
+    return tag_validate(
+        spec=spec,
         kind=row["kind"],
         key=row["key"],
         title=row["title"],
@@ -179,7 +220,7 @@ def artifact_content_put(
         session_id=row["session__sid"],
         turn_id=row["turn_id"],
         source=row["source"],
-        contents=contents,
+        has_contents=True,
         content_type=content_type,
     )
 

@@ -7,6 +7,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.mcp.conftest import World, list_all, mcp, rest, rest_ids
+from tests.mcp.test_refusals import envelope_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -71,4 +72,4 @@ async def test_mcp_shows_each_caller_exactly_what_rest_shows(world: World, live,
         answer = await client.call_tool("tag_artifact", TAG)
         assert answer.is_error == (tagged.status_code >= 400)
         if answer.is_error:
-            assert answer.structured_content["error"]["code"] == tagged.json()["error"]["code"]
+            assert envelope_of(answer)["code"] == tagged.json()["error"]["code"]

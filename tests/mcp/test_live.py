@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from artifacts_app import services
 from tests.mcp.conftest import World, list_all, mcp, rest, rest_ids
+from tests.mcp.test_refusals import envelope_of
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -159,7 +160,7 @@ async def test_tools_tag_list_read_and_refusals(world: World, live):
             "tag_artifact", {"artifact": {"kind": "poem", "key": None, "title": None, "data": 1}}
         )
         assert wrong.is_error
-        assert wrong.structured_content["error"]["details"]["field"] == "artifact.kind"
+        assert envelope_of(wrong)["details"]["field"] == "artifact.kind"
         assert "artifact.kind" in wrong.content[0].text and "reviewed-pr" in wrong.content[0].text
 
         page = await client.call_tool("list_artifacts", {"limit": 2})
@@ -177,7 +178,7 @@ async def test_tools_tag_list_read_and_refusals(world: World, live):
             r["id"] for r in page.structured_content["results"]
         }
         bad = await client.call_tool("list_artifacts", {"limit": 0})
-        assert bad.is_error and bad.structured_content["error"]["details"]["field"] == "limit"
+        assert bad.is_error and envelope_of(bad)["details"]["field"] == "limit"
 
         read = await client.call_tool("read_artifact", {"id": record["id"]})
         assert read.structured_content == record
@@ -185,16 +186,14 @@ async def test_tools_tag_list_read_and_refusals(world: World, live):
         assert old.structured_content["version"] == 1
         assert old.structured_content["contentUrl"].endswith("/versions/1/content")
         missing = await client.call_tool("read_artifact", {"id": "art_nope"})
-        assert (
-            missing.is_error and missing.structured_content["error"]["code"] == "unknown_artifact"
-        )
+        assert missing.is_error and envelope_of(missing)["code"] == "unknown_artifact"
         no_id = await client.call_tool("read_artifact", {})
         assert no_id.is_error and "`id`" in no_id.content[0].text
 
     async with mcp(live, world.alice_token) as client:
         refused = await client.call_tool("tag_artifact", call)
         assert refused.is_error
-        assert refused.structured_content["error"]["code"] == "forbidden"
+        assert envelope_of(refused)["code"] == "forbidden"
 
 
 async def test_a_session_answers_only_the_credential_that_opened_it(world: World, live):

@@ -157,7 +157,7 @@ def test_oversize_data_body_and_content(world: World, client, settings):
 
 
 MULTIPART_CASES = [
-    ("record missing", {"other": "x"}, 400, "record_required"),
+    ("record missing", {"file": True}, 400, "record_required"),
     ("record not json", {"record": "{nope"}, 400, "malformed_json"),
     (
         "record and contents field",

@@ -102,3 +102,76 @@ def test_schema_states_what_the_server_enforces(client):
         assert "Content-Range" in responses["206"]["headers"]
         assert "Content-Range" in responses["416"]["headers"]
         assert "ETag" in responses["304"]["headers"]
+
+
+def _put_kinds(client, token: str, body: dict) -> tuple[int, dict]:
+    response = client.put(
+        "/free/v1/artifacts/kinds",
+        data=orjson.dumps(body),
+        content_type="application/json",
+        **bearer(token),
+    )
+    return response.status_code, orjson.loads(response.content)
+
+
+def test_the_bodies_the_server_closes_are_closed_in_the_schema(client, freeform):
+    from artifacts_app import services
+
+    _, key = services.agent_key_create(agent=freeform)
+    components = schema_of(client)["components"]["schemas"]
+    for name in ("KindsDeclareRequest", "KindDeclareRequest", "TagMultipartRequest"):
+        assert components[name]["additionalProperties"] is False, name
+    note = {"description": "A note."}
+    for body, field in [
+        ({"kinds": {"note": note}, "extra": 1}, "extra"),
+        ({"kinds": {"note": {**note, "extra": 1}}}, "kinds.note.extra"),
+    ]:
+        status, answer = _put_kinds(client, key, body)
+        assert (status, answer["error"]["code"]) == (400, "unknown_field")
+        assert answer["error"]["details"]["field"] == field
+
+
+def test_the_schema_says_null_exactly_where_the_server_takes_it(client, freeform):
+    from artifacts_app import services
+
+    _, key = services.agent_key_create(agent=freeform)
+    components = schema_of(client)["components"]["schemas"]
+    declare, kind = components["KindsDeclareRequest"], components["KindDeclareRequest"]
+    # null is "left out": the default (the agent's, for a kind's keepVersions).
+    assert declare["properties"]["max"]["nullable"] is True
+    assert declare["properties"]["keepVersions"]["nullable"] is True
+    assert kind["properties"]["keepVersions"]["nullable"] is True
+    body = {"kinds": {"note": {"description": "A note.", "keepVersions": None}}}
+    status, answer = _put_kinds(client, key, {**body, "max": None, "keepVersions": None})
+    assert status == 200, answer
+    assert (answer["max"], answer["keepVersions"]) == (1000, 10)
+    assert answer["kinds"][0]["keepVersions"] is None
+    # Where the schema has no null, the server refuses it.
+    assert "nullable" not in declare["properties"]["agentTool"]
+    status, answer = _put_kinds(client, key, {**body, "agentTool": None})
+    assert (status, answer["error"]["code"]) == (400, "invalid_agent_tool")
+    # Bounds: what the agent row holds, and a description that is more than whitespace.
+    assert declare["properties"]["max"]["maximum"] == 2**31 - 1
+    status, answer = _put_kinds(client, key, {**body, "max": 2**31})
+    assert (status, answer["error"]["code"]) == (400, "invalid_max")
+    description = kind["properties"]["description"]["pattern"]
+    assert re.search(description, " \t") is None and re.search(description, " a ")
+    status, answer = _put_kinds(client, key, {"kinds": {"note": {"description": " \t"}}})
+    assert (status, answer["error"]["code"]) == (400, "invalid_description")
+
+
+def test_the_schema_says_when_a_tag_needs_a_kind(world: World, client, freeform):
+    from artifacts_app import services
+
+    _, free_key = services.agent_key_create(agent=freeform)
+    tag = schema_of(client)["components"]["schemas"]["TagRequest"]
+    assert "kind" not in tag["required"]
+    assert "required when it declares any" in tag["properties"]["kind"]["description"]
+    record = orjson.dumps({"data": {"x": 1}}).decode()
+    # A multipart record without a kind: refused where kinds are declared, "artifact" where not.
+    declared = client.post("/reviewer/v1/artifacts", {"record": record}, **bearer(world.agent_key))
+    assert declared.status_code == 400
+    assert orjson.loads(declared.content)["error"]["code"] == "unknown_kind"
+    free = client.post("/free/v1/artifacts", {"record": record}, **bearer(free_key))
+    assert free.status_code == 201, free.content
+    assert orjson.loads(free.content)["kind"] == "artifact"

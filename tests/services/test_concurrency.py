@@ -96,3 +96,62 @@ def test_sixteen_concurrent_retags_of_one_key_number_versions_1_to_16():
     assert record.data == stored[-1][1]
     tagged = Event.objects.filter(agent=agent, type="artifact.tagged").order_by("seq")
     assert [e.payload["record"]["version"] for e in tagged] == list(range(1, 17))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_tag_committing_while_a_content_put_streams_keeps_its_fields():
+    """The content PUT re-tags the record with its own fields: they are read under the agent's
+    lock, in the PUT's transaction, so a tag from another connection that commits while the PUT's
+    body streams is kept, not overwritten with the fields it replaced (a lost update)."""
+    import hashlib
+
+    assert connection.vendor != "sqlite" or not connection.is_in_memory_db()
+    services.agent_create(slug="racer", max_artifacts=10)
+    first = services.artifact_tag(
+        agent="racer", kind="note", key="doc", title="old", data={"v": 1}, turn_id="t-1"
+    ).record
+    errors: list[BaseException] = []
+
+    def retag() -> None:
+        try:
+            services.artifact_tag(
+                agent="racer", kind="memo", key="doc", title="new", data={"v": 2}, turn_id="t-2"
+            )
+        except BaseException as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def body():
+        # The PUT has begun — the record looked up — when its body comes: another connection's
+        # tag commits now, before the first byte.
+        thread = threading.Thread(target=retag)
+        thread.start()
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+        yield b"new "
+        yield b"bytes"
+
+    result = services.artifact_content_put(
+        agent="racer", artifact_id=first.id, contents=body(), content_type="text/plain"
+    )
+    assert errors == []
+    answered = result.record
+    assert (answered.kind, answered.title, answered.data, answered.turn_id) == (
+        "memo",
+        "new",
+        {"v": 2},
+        "t-2",
+    )
+    stored = Artifact.objects.get(pk=first.id)
+    assert (stored.kind, stored.title, stored.data, stored.turn_id) == (
+        "memo",
+        "new",
+        {"v": 2},
+        "t-2",
+    )
+    assert stored.version == 3 and stored.blob_id == hashlib.sha256(b"new bytes").hexdigest()
+    from artifacts_app.models import ArtifactVersion
+
+    newest = ArtifactVersion.objects.get(artifact_id=first.id, number=3)
+    assert (newest.title, newest.data, newest.blob_id) == ("new", {"v": 2}, stored.blob_id)
