@@ -15,6 +15,19 @@ through; ``BoundedConnection`` gives it a default. With ``?pool=1`` psycopg's po
 of that class (its ``connection_class``), so the pool's own check of a connection it hands out is
 bounded too; without it Django's ``psycopg.connect`` makes a plain one, whose class becomes
 ``BoundedConnection`` as Django takes it.
+
+This module is the adapter for psycopg (written for psycopg 3.3). What it uses that psycopg's
+API reference does not document, pinned by ``tests/settings/test_postgresql_adapter.py``:
+
+- ``psycopg.Connection.wait(gen, interval, timeout)``: the method every operation of a connection
+  goes through, and its ``timeout`` parameter;
+- that a wait past its ``timeout`` raises a subclass of ``psycopg.OperationalError``
+  (``psycopg.errors._WaitTimeout``; caught here by the public base class only);
+- that a connection made by ``psycopg.connect`` may take ``BoundedConnection`` as its class (it
+  adds no state, only a default to ``wait``).
+
+When the pin test fails after a psycopg upgrade: check those three against the new release's
+``psycopg/connection.py`` and ``psycopg/errors.py``, mend this module, then move the pin.
 """
 
 from __future__ import annotations
