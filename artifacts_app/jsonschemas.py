@@ -4,18 +4,43 @@ per declaration, then used on every tag to fill in defaults and validate.
 Draft 2020-12 with the ``jsonschema`` library. Nothing is ever fetched: every ``$ref`` must be local
 (``#…``) and resolve inside the schema, and the registry references resolve through has no way to
 retrieve anything else (``_refuse``), so even a reference this module missed cannot reach the network.
+
+What a caller can make validation cost is bounded (API.md "Limits on what a caller can make the
+server do"; docs/architecture.md "Schemas that cannot stall the server"):
+
+* every regular expression of a schema (``pattern``, ``patternProperties``, and so ``propertyNames``
+  through its subschema's ``pattern``) runs on RE2, whose matching is linear in the text and
+  releases the GIL: ``Validator`` is jsonschema's draft 2020-12 validator extended, through its
+  public ``validators.extend``, with keyword functions of our own for every keyword that used
+  Python's ``re`` (``pattern``, ``patternProperties``, ``additionalProperties``,
+  ``unevaluatedProperties``); ``check`` refuses a pattern RE2 cannot run (backreferences,
+  lookaround…) and runs the meta-schema's own ``regex`` format on RE2 too, so no pattern a caller
+  wrote ever reaches ``re``. ``format`` stays an annotation (no format checker on data);
+* ``check`` refuses a schema under which one value could be checked against more than
+  ``MAX_APPLICATIONS`` subschemas (``$ref`` fan-out through ``allOf``/``anyOf``/``oneOf``/``not``/
+  ``if``/``dependentSchemas``), computed once per node at PUT;
+* ``CompiledSchema.parse`` takes a budget in milliseconds: every keyword the validator applies, and
+  every step of the defaults' walk, looks at the clock, and past the budget ``TooCostly`` ends it;
+* ``uniqueItems`` hashes the items (jsonschema compares unhashable ones pairwise: quadratic).
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote, urljoin
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError, relevance
+import re2
+from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import ValidationError, relevance
+from jsonschema.validators import extend
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -23,6 +48,23 @@ from referencing.jsonschema import DRAFT202012
 SCHEMA_MAX_BYTES = 64 * 1024
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 ERRORS_LISTED = 50
+# RE2 programs: one pattern's instructions at most, a schema's in all, the process's cache in all.
+MAX_PROGRAM = 5_000
+MAX_SCHEMA_PROGRAM = 50_000
+CACHE_PROGRAM = 500_000
+# RE2's worst case measured on this project's machine: ~25 ns per byte of text per instruction
+# (its DFA's cache thrashing, so its NFA runs; docs/benchmarks.md). A match whose worst case
+# passes what is left of the budget is not started; under INLINE_STEPS it always runs (~2.5 ms).
+STEPS_PER_MS = 40_000
+INLINE_STEPS = 100_000
+ROOT_URI = (
+    "urn:agent-artifacts:kind-schema"  # a schema without `$id`, as the registry also holds it
+)
+# How many subschemas one value may be checked against, counting each one a `$ref`, `allOf`,
+# `anyOf`, `oneOf`, `not`, `if`/`then`/`else` or `dependentSchemas` applies to that same value
+# (docs/architecture.md says why 1,000). The fan-out d_i = allOf[$ref d_i+1, $ref d_i+1] passes it
+# at depth 8 (511) and is refused from depth 9 (1,023).
+MAX_APPLICATIONS = 1000
 
 # Keywords whose value is one subschema, a list of them, or a map of names to them (2020-12, plus
 # the older `definitions`, which a `$ref` may still point into).
@@ -44,6 +86,7 @@ _MAP = ("properties", "patternProperties", "$defs", "definitions", "dependentSch
 # Keywords that apply their subschemas to the same value: a loop through only these never ends.
 _IN_PLACE_ONE = ("not", "if", "then", "else")
 _IN_PLACE_MANY = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_MAP = ("dependentSchemas",)
 _MISSING = object()
 
 
@@ -56,8 +99,315 @@ class SchemaProblem(Exception):
         self.at = at
 
 
+class TooCostly(Exception):
+    """Validation passed its budget (``CompiledSchema.parse``): nothing was decided."""
+
+    def __init__(self, budget_ms: int) -> None:
+        super().__init__(f"validation took more than {budget_ms} ms")
+        self.budget_ms = budget_ms
+
+
 def _refuse(uri: str) -> Resource:
     raise NoSuchResource(ref=uri)  # type: ignore[call-arg]  # an attrs class
+
+
+# --- regular expressions, on RE2 ------------------------------------------------------------
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is the caller's, answered with 400, not logged
+_HEX = frozenset("0123456789abcdefABCDEF")
+
+
+def _ecma_escapes(pattern: str) -> str:
+    """``pattern`` with ECMA-262's ``\\uXXXX`` and ``\\u{X…}`` escapes (JSON Schema's dialect) written
+    as RE2's ``\\x{X…}``, a surrogate pair as the one code point it stands for. A scan, not a
+    regular expression: the caller's text reaches no backtracking engine, not even here."""
+    if "\\u" not in pattern:
+        return pattern
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        if pattern[i] != "\\" or i + 1 == n:
+            out.append(pattern[i])
+            i += 1
+            continue
+        point, end = _code_point(pattern, i)
+        if point is None:
+            out.append(pattern[i : i + 2])  # `\\\\` or another escape: RE2 reads it as it is
+            i += 2
+            continue
+        if 0xD800 <= point < 0xDC00:
+            low, after = _code_point(pattern, end)
+            if low is not None and 0xDC00 <= low < 0xE000:
+                point, end = 0x10000 + ((point - 0xD800) << 10) + (low - 0xDC00), after
+        out.append(f"\\x{{{point:X}}}")
+        i = end
+    return "".join(out)
+
+
+def _code_point(pattern: str, i: int) -> tuple[int | None, int]:
+    """The code point of a ``\\u`` escape at ``i`` and the index after it, or ``(None, i)``."""
+    if pattern[i : i + 2] != "\\u":
+        return None, i
+    four = pattern[i + 2 : i + 6]
+    if len(four) == 4 and set(four) <= _HEX:
+        return int(four, 16), i + 6
+    if pattern[i + 2 : i + 3] == "{":
+        end = pattern.find("}", i + 3)
+        digits = pattern[i + 3 : end]
+        if end != -1 and 1 <= len(digits) <= 6 and set(digits) <= _HEX:
+            return int(digits, 16), end + 1
+    return None, i
+
+
+_cache: OrderedDict[str, Any] = OrderedDict()  # pattern -> compiled, least recently used first
+_cached_program = 0  # the cached programs' sizes added up
+_cache_lock = threading.Lock()
+
+
+def regex(pattern: str) -> Any:
+    """``pattern`` compiled by RE2 (``re2.error`` when RE2 cannot run it), cached per process:
+    at most ``CACHE_PROGRAM`` instructions in all (RE2 holds ~50 bytes an instruction)."""
+    global _cached_program
+    with _cache_lock:
+        found = _cache.get(pattern)
+        if found is not None:
+            _cache.move_to_end(pattern)
+            return found
+    compiled = re2.compile(_ecma_escapes(pattern), _RE2_OPTIONS)
+    with _cache_lock:
+        if pattern not in _cache:
+            _cache[pattern] = compiled
+            _cached_program += compiled.programsize
+        while _cached_program > CACHE_PROGRAM and len(_cache) > 1:
+            _cached_program -= _cache.popitem(last=False)[1].programsize
+    return compiled
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why RE2 cannot run ``pattern`` (or will not: a program past ``MAX_PROGRAM``), or None."""
+    try:
+        size = regex(pattern).programsize
+    except re2.error as exc:
+        why = exc.args[0] if exc.args else exc
+        why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
+        return (
+            f"the regular expression {pattern!r} cannot run on RE2, the linear-time engine "
+            f"schemas run on here ({why}); backreferences and lookaround are not supported"
+        )
+    if size > MAX_PROGRAM:
+        return (
+            f"the regular expression {pattern!r} compiles to {size:,} RE2 instructions; the limit "
+            f"is {MAX_PROGRAM:,} (a long bounded repetition such as `.{{1,1000}}`: use maxLength)"
+        )
+    return None
+
+
+def search(pattern: str, text: str) -> bool:
+    """Whether ``pattern`` matches somewhere in ``text`` (JSON Schema's unanchored match).
+
+    RE2 is linear in the text, but its worst case (its DFA's cache thrashing, so its NFA runs) costs
+    about ``1 / STEPS_PER_MS`` ms per byte per instruction of the program, and a match cannot be
+    interrupted: a match whose worst case passes what is left of the budget is not started."""
+    compiled = regex(pattern)
+    run = _RUN.get()
+    if run is not None:
+        steps = compiled.programsize * (len(text) if text.isascii() else 4 * len(text))
+        if steps > INLINE_STEPS and steps > (run.deadline - time.monotonic()) * 1000 * STEPS_PER_MS:
+            raise TooCostly(run.budget_ms)
+    try:
+        return compiled.search(text) is not None
+    except UnicodeEncodeError:  # a lone surrogate: RE2 reads UTF-8, so match it as U+FFFD
+        scrubbed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return compiled.search(scrubbed) is not None
+
+
+# The meta-schema's `regex` format (the value of every `pattern` and every `patternProperties`
+# name) asserted with RE2 when a schema is checked; no other format is asserted there.
+_SCHEMA_FORMATS = FormatChecker(formats=())
+_SCHEMA_FORMATS.checks("regex", raises=re2.error)(lambda value: regex(value) is not None)
+
+
+# --- the budget -----------------------------------------------------------------------------
+@dataclass
+class _Run:
+    """One ``parse``: when its budget ends, and the schema it runs (for unevaluatedProperties)."""
+
+    deadline: float
+    budget_ms: int
+    compiled: CompiledSchema
+
+
+_RUN: ContextVar[_Run | None] = ContextVar("artifacts_jsonschema_run", default=None)
+
+
+def _spend() -> None:
+    run = _RUN.get()
+    if run is not None and time.monotonic() > run.deadline:
+        raise TooCostly(run.budget_ms)
+
+
+# --- keywords -------------------------------------------------------------------------------
+def _bad_regex(pattern: str) -> ValidationError | None:
+    """A stored schema from before patterns ran on RE2 may hold one it cannot run: the tag is
+    refused (never run on ``re``), naming the pattern."""
+    problem = regex_problem(pattern)
+    return (
+        ValidationError(f"the kind's schema must be declared again: {problem}") if problem else None
+    )
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "string"):
+        return
+    bad = _bad_regex(pattern)
+    if bad is not None:
+        yield bad
+    elif not search(pattern, instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+def _pattern_properties(
+    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        bad = _bad_regex(pattern)
+        if bad is not None:
+            yield bad
+            continue
+        for key, value in instance.items():
+            if search(pattern, key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _matched(schema: dict[str, Any], key: str) -> bool:
+    """Whether ``properties`` or ``patternProperties`` of ``schema`` takes ``key``."""
+    properties = schema.get("properties")
+    if isinstance(properties, dict) and key in properties:
+        return True
+    patterns = schema.get("patternProperties")
+    return isinstance(patterns, dict) and any(
+        regex_problem(p) is None and search(p, key) for p in patterns
+    )
+
+
+def _additional_properties(
+    validator: Any, extra: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    extras = [key for key in instance if not _matched(schema, key)]
+    if validator.is_type(extra, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra, path=key)
+    elif not extra and extras:
+        if "patternProperties" in schema:
+            verb = "does" if len(extras) == 1 else "do"
+            joined = ", ".join(repr(each) for each in sorted(extras))
+            patterns = ", ".join(repr(each) for each in sorted(schema["patternProperties"]))
+            yield ValidationError(f"{joined} {verb} not match any of the regexes: {patterns}")
+        else:
+            listed = ", ".join(repr(each) for each in sorted(extras, key=str))
+            verb = "was" if len(extras) == 1 else "were"
+            yield ValidationError(
+                f"Additional properties are not allowed ({listed} {verb} unexpected)"
+            )
+
+
+def _unevaluated_properties(
+    validator: Any, unevaluated: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not validator.is_type(instance, "object"):
+        return
+    run = _RUN.get()
+    evaluated = run.compiled.evaluated_keys(instance, schema) if run is not None else set()
+    invalid = [
+        key
+        for key in instance
+        if key not in evaluated
+        and not _is_valid(validator.descend(instance[key], unevaluated, path=key, schema_path=key))
+    ]
+    if not invalid:
+        return
+    listed = ", ".join(repr(each) for each in sorted(invalid, key=str))
+    verb = "was" if len(invalid) == 1 else "were"
+    if unevaluated is False:
+        yield ValidationError(
+            f"Unevaluated properties are not allowed ({listed} {verb} unexpected)"
+        )
+    else:
+        yield ValidationError(
+            "Unevaluated properties are not valid under the given schema "
+            f"({listed} {verb} unevaluated and invalid)"
+        )
+
+
+def _is_valid(errors: Iterator[ValidationError]) -> bool:
+    return next(errors, None) is None
+
+
+def _canonical(value: Any) -> Any:
+    """A hashable form of a JSON value, equal exactly when JSON Schema calls two values equal
+    (``1`` and ``1.0`` are, ``true`` and ``1`` are not, objects ignore key order)."""
+    kind = type(value)
+    if kind is str or kind is int or value is None:
+        return value  # a bool is not an int here (type(True) is bool): True and 1 stay apart
+    if kind is bool:
+        return (bool, value)
+    if kind is float:
+        return int(value) if value.is_integer() else value
+    if kind is list:
+        return (list, tuple(_canonical(item) for item in value))
+    if kind is dict:
+        return (dict, frozenset((key, _canonical(item)) for key, item in value.items()))
+    return (object, id(value))
+
+
+def _unique_items(
+    validator: Any, unique: Any, instance: Any, schema: Any
+) -> Iterator[ValidationError]:
+    if not unique or not validator.is_type(instance, "array"):
+        return
+    seen: set[Any] = set()
+    for i, item in enumerate(instance):
+        if not i % 256:
+            _spend()
+        key = _canonical(item)
+        if key in seen:
+            yield ValidationError(f"{instance!r} has non-unique elements")
+            return
+        seen.add(key)
+
+
+_OWN: dict[str, Callable[..., Any]] = {
+    "pattern": _pattern,
+    "patternProperties": _pattern_properties,
+    "additionalProperties": _additional_properties,
+    "unevaluatedProperties": _unevaluated_properties,
+    "uniqueItems": _unique_items,
+}
+
+
+def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
+    """``keyword`` looking at the budget each time it is applied: every descent into the data and
+    every subschema applied in place goes through one, so no run passes its budget by more than
+    one keyword's own work (each linear: RE2, hashed ``uniqueItems``, bounded by the schema)."""
+
+    def metered(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+        _spend()
+        return keyword(validator, value, instance, schema)
+
+    return metered
+
+
+Validator: Any = extend(
+    Draft202012Validator,
+    validators={
+        name: _metered(_OWN.get(name, keyword))
+        for name, keyword in Draft202012Validator.VALIDATORS.items()
+    },
+)
 
 
 def subschemas(node: dict[str, Any]) -> Iterator[tuple[list[str | int], Any]]:
@@ -77,14 +427,21 @@ def subschemas(node: dict[str, Any]) -> Iterator[tuple[list[str | int], Any]]:
 
 @dataclass
 class _Walk:
-    """One pass over a schema: every reference local and resolvable, no loop that never descends."""
+    """One pass over a schema: every reference local and resolvable, no loop that never descends,
+    and no node applying more than ``MAX_APPLICATIONS`` subschemas to one value (each node's count
+    computed once: ``cost``)."""
 
     done: set[int] = field(default_factory=set)
     in_place: list[int] = field(default_factory=list)  # applied to the same value, in order
+    cost: dict[int, int] = field(default_factory=dict)  # subschemas applied to one value, by node
+    program: int = 0  # RE2 instructions of the patterns seen
 
-    def walk(self, node: Any, resolver: Any, at: list[str | int]) -> None:
-        if not isinstance(node, dict) or id(node) in self.done:
-            return
+    def walk(self, node: Any, resolver: Any, at: list[str | int]) -> int:
+        """How many subschemas ``node`` applies to one value, itself included."""
+        if not isinstance(node, dict):
+            return 1
+        if id(node) in self.done:
+            return self.cost[id(node)]
         if id(node) in self.in_place:
             raise SchemaProblem(
                 "a `$ref` leads back to the same schema without going into the data, so "
@@ -94,29 +451,65 @@ class _Walk:
         if at and isinstance(node.get("$id"), str):
             resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
         self.in_place.append(id(node))
+        total = 1
         try:
             for key in ("$ref", "$dynamicRef"):
                 ref = node.get(key)
                 if isinstance(ref, str):
-                    self.reference(key, ref, resolver, [*at, key])
+                    total += self.reference(key, ref, resolver, [*at, key])
             for key in _IN_PLACE_ONE:
                 if key in node:
-                    self.walk(node[key], resolver, [*at, key])
+                    total += self.walk(node[key], resolver, [*at, key])
             for key in _IN_PLACE_MANY:
                 for i, sub in enumerate(node.get(key) or []):
-                    self.walk(sub, resolver, [*at, key, i])
+                    total += self.walk(sub, resolver, [*at, key, i])
+            for key in _IN_PLACE_MAP:
+                if isinstance(node.get(key), dict):
+                    for name, sub in node[key].items():
+                        total += self.walk(sub, resolver, [*at, key, name])
+                if total > MAX_APPLICATIONS:
+                    break
         finally:
             self.in_place.pop()
+        if total > MAX_APPLICATIONS:
+            raise SchemaProblem(
+                f"one value would be checked against more than {MAX_APPLICATIONS:,} subschemas "
+                f"here ({total:,}: `$ref`s fanning out through allOf, anyOf, oneOf, not, if or "
+                "dependentSchemas), which costs too much per byte of data; share fewer branches",
+                at,
+            )
+        self.cost[id(node)] = total
         self.done.add(id(node))
+        self.patterns(node, at)
         saved, self.in_place = self.in_place, []  # below here the data is one level down
         try:
             for path, sub in subschemas(node):
-                if path[0] not in _IN_PLACE_ONE and path[0] not in _IN_PLACE_MANY:
+                if path[0] not in (*_IN_PLACE_ONE, *_IN_PLACE_MANY, *_IN_PLACE_MAP):
                     self.walk(sub, resolver, [*at, *path])
         finally:
             self.in_place = saved
+        return total
 
-    def reference(self, key: str, ref: str, resolver: Any, at: list[str | int]) -> None:
+    def patterns(self, node: dict[str, Any], at: list[str | int]) -> None:
+        """Each regular expression of ``node`` runs on RE2, and the schema's fit in memory."""
+        found: list[tuple[str, list[str | int]]] = []
+        if isinstance(node.get("pattern"), str):
+            found.append((node["pattern"], [*at, "pattern"]))
+        if isinstance(node.get("patternProperties"), dict):
+            found += [(p, [*at, "patternProperties", p]) for p in node["patternProperties"]]
+        for pattern, where in found:
+            problem = regex_problem(pattern)
+            if problem:
+                raise SchemaProblem(problem, where)
+            self.program += regex(pattern).programsize
+            if self.program > MAX_SCHEMA_PROGRAM:
+                raise SchemaProblem(
+                    f"its regular expressions compile to more than {MAX_SCHEMA_PROGRAM:,} RE2 "
+                    "instructions in all; use fewer or simpler patterns (maxLength for lengths)",
+                    where,
+                )
+
+    def reference(self, key: str, ref: str, resolver: Any, at: list[str | int]) -> int:
         if not ref.startswith("#"):
             raise SchemaProblem(
                 f"`{key}` {ref!r} is not local: the server never fetches anything, so put what it "
@@ -129,12 +522,13 @@ class _Walk:
             raise SchemaProblem(
                 f"`{key}` {ref!r} points at nothing inside this schema", at
             ) from None
-        self.walk(resolved.contents, resolved.resolver, at)
+        return self.walk(resolved.contents, resolved.resolver, at)
 
 
 def check(schema: Any) -> None:
     """Refuse (``SchemaProblem``) a schema that is not a valid draft 2020-12 JSON Schema object,
-    is larger than 64 KiB, names another dialect, or has a reference that is not local."""
+    is larger than 64 KiB, names another dialect, has a reference that is not local, a regular
+    expression RE2 cannot run, or a fan-out past ``MAX_APPLICATIONS``."""
     if not isinstance(schema, dict):
         raise SchemaProblem("a schema is a JSON object (or null for none)", [])
     size = len(orjson.dumps(schema))
@@ -149,20 +543,30 @@ def check(schema: Any) -> None:
             "it out",
             ["$schema"],
         )
+    # jsonschema's check_schema, on our validator (the meta-schema's own patterns on RE2 too) and
+    # with only the `regex` format asserted, on RE2.
+    meta = Validator(Validator.META_SCHEMA, format_checker=_SCHEMA_FORMATS)
+    for exc in meta.iter_errors(schema):
+        at = list(exc.absolute_path)
+        if exc.validator == "format" and exc.validator_value == "regex":
+            pattern = str(exc.instance)
+            raise SchemaProblem(regex_problem(pattern) or f"{pattern!r} is not a pattern", at)
+        where = "/".join(str(p) for p in at) or "(root)"
+        raise SchemaProblem(f"not a valid JSON Schema at {where}: {exc.message}", at)
     try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        _Walk().walk(schema, _registry(schema)[1], [])
+    except RecursionError:
         raise SchemaProblem(
-            f"not a valid JSON Schema at {where}: {exc.message}", list(exc.absolute_path)
+            "its references nest too deeply to be followed (a chain of `$ref`s hundreds long)", []
         ) from None
-    _Walk().walk(schema, _registry(schema)[1], [])
 
 
 def _registry(schema: dict[str, Any]) -> tuple[Registry, Any]:
     resource = DRAFT202012.create_resource(schema)
     registry: Registry = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs
     registry = registry.with_resource(resource.id() or "", resource)
+    if not resource.id():  # also under a name a validator of its own can point at (``_holds``)
+        registry = registry.with_resource(ROOT_URI, resource)
     registry = registry.crawl()
     return registry, registry.resolver(base_uri=resource.id() or "")
 
@@ -172,24 +576,117 @@ class CompiledSchema:
 
     def __init__(self, schema: dict[str, Any]) -> None:
         self.schema = schema
-        registry, self.resolver = _registry(schema)
-        self.validator = Draft202012Validator(schema, registry=registry)
+        self.registry, self.resolver = _registry(schema)
+        self.validator = Validator(schema, registry=self.registry)
         # Most schemas have no default: those skip the walk (a property *named* "default" only
         # costs the walk, which then fills nothing).
         self.fills = b'"default"' in orjson.dumps(schema)
+        self._uris: dict[int, str] | None = None  # for unevaluatedProperties: node -> its URI
+        self._at: dict[str, Any] = {}
 
-    def parse(self, data: Any) -> tuple[Any, list[dict[str, Any]]]:
+    def parse(self, data: Any, budget_ms: int | None = None) -> tuple[Any, list[dict[str, Any]]]:
         """``data`` with the defaults of absent object properties filled in (recursively, inside
         objects that are present), and its problems as ``{"type", "loc", "msg", "input"}`` like
-        pydantic's (empty when it is valid). ``data`` itself is never changed."""
-        filled = self._fill(self.schema, data, self.resolver, 0) if self.fills else data
-        problems = sorted(self.validator.iter_errors(filled), key=relevance)
+        pydantic's (empty when it is valid). ``data`` itself is never changed. Past ``budget_ms``
+        milliseconds of work, ``TooCostly``."""
+        deadline = time.monotonic() + budget_ms / 1000 if budget_ms is not None else float("inf")
+        token = _RUN.set(_Run(deadline, budget_ms or 0, self))
+        try:
+            filled = self._fill(self.schema, data, self.resolver, 0) if self.fills else data
+            problems = sorted(self.validator.iter_errors(filled), key=relevance)
+        except RecursionError:  # data and references nested past Python's stack: too costly
+            raise TooCostly(budget_ms or 0) from None
+        finally:
+            _RUN.reset(token)
         return filled, _details(problems[:ERRORS_LISTED])
 
     def _valid(self, schema: Any, value: Any) -> bool:
         return bool(self.validator.evolve(schema=schema).is_valid(value))
 
+    # -- unevaluatedProperties: which keys the schema's other keywords evaluated ----------------
+    def evaluated_keys(self, instance: dict[str, Any], schema: Any) -> set[str]:
+        """The keys of ``instance`` that ``schema`` evaluates in place (draft 2020-12's
+        annotations: properties, patternProperties on RE2, additionalProperties,
+        unevaluatedProperties, and what the in-place subschemas that hold evaluate)."""
+        found: set[str] = set()
+        self._evaluated(instance, schema, found, 0)
+        return found
+
+    def _evaluated(
+        self, instance: dict[str, Any], schema: Any, found: set[str], depth: int
+    ) -> None:
+        _spend()
+        if not isinstance(schema, dict) or depth > 100:
+            return
+        for key in ("$ref", "$dynamicRef"):
+            ref = schema.get(key)
+            if isinstance(ref, str):
+                target = self._lookup(schema, ref)
+                if target is not None:
+                    self._evaluated(instance, target, found, depth + 1)
+        properties = schema.get("properties")
+        if isinstance(properties, dict):
+            found.update(key for key in instance if key in properties)
+        patterns = schema.get("patternProperties")
+        if isinstance(patterns, dict):
+            found.update(
+                key
+                for key in instance
+                for pattern in patterns
+                if regex_problem(pattern) is None and search(pattern, key)
+            )
+        for keyword in ("additionalProperties", "unevaluatedProperties"):
+            if keyword in schema:
+                sub = schema[keyword]
+                found.update(key for key, value in instance.items() if self._holds(sub, value))
+        dependent = schema.get("dependentSchemas")
+        if isinstance(dependent, dict):
+            for name, sub in dependent.items():
+                if name in instance:
+                    self._evaluated(instance, sub, found, depth + 1)
+        for keyword in ("allOf", "oneOf", "anyOf"):
+            for sub in schema.get(keyword) or []:
+                if self._holds(sub, instance):
+                    self._evaluated(instance, sub, found, depth + 1)
+        if "if" in schema:
+            if self._holds(schema["if"], instance):
+                self._evaluated(instance, schema["if"], found, depth + 1)
+                self._evaluated(instance, schema.get("then"), found, depth + 1)
+            else:
+                self._evaluated(instance, schema.get("else"), found, depth + 1)
+
+    def _holds(self, node: Any, value: Any) -> bool:
+        """Whether ``value`` is valid under ``node``, its references resolved where it sits."""
+        if isinstance(node, bool):
+            return node
+        uri = self._uri(node)
+        if uri is None:
+            return False
+        validator = self._at.get(uri)
+        if validator is None:  # public door: a root `{"$ref": <where node sits>}`
+            validator = self._at[uri] = Validator({"$ref": uri}, registry=self.registry)
+        return bool(validator.is_valid(value))
+
+    def _lookup(self, node: Any, ref: str) -> Any:
+        uri = self._uri(node)
+        if uri is None:
+            return None
+        base = uri.partition("#")[0]
+        try:
+            return self.registry.resolver(base_uri=base).lookup(ref).contents
+        except Unresolvable:
+            return None
+
+    def _uri(self, node: Any) -> str | None:
+        if self._uris is None:
+            uris: dict[int, str] = {}
+            root = str(self.schema.get("$id") or ROOT_URI).partition("#")[0]
+            _locate(self.schema, root, "", uris)
+            self._uris = uris
+        return self._uris.get(id(node))
+
     def _fill(self, node: Any, value: Any, resolver: Any, depth: int) -> Any:
+        _spend()
         if not isinstance(node, dict) or depth > 100:
             return value
         if depth and isinstance(node.get("$id"), str):
@@ -248,6 +745,22 @@ class CompiledSchema:
                         out = out if out is not None else dict(value)
                         out[name] = new
         return value if out is None else out
+
+
+def _locate(node: Any, base: str, pointer: str, uris: dict[int, str]) -> None:
+    """Each subschema's URI (its resource's, and its JSON Pointer there) into ``uris``."""
+    if not isinstance(node, dict) or id(node) in uris:
+        return
+    if pointer and isinstance(node.get("$id"), str):
+        base, pointer = urljoin(base, node["$id"]).partition("#")[0], ""
+    uris[id(node)] = f"{base}#{pointer}"
+    for path, sub in subschemas(node):
+        _locate(sub, base, pointer + "".join("/" + _escape(str(p)) for p in path), uris)
+
+
+def _escape(segment: str) -> str:
+    """One JSON Pointer segment, as a URI fragment holds it."""
+    return quote(segment.replace("~", "~0").replace("/", "~1"), safe="")
 
 
 def _default_of(schema: Any, resolver: Any) -> Any:
