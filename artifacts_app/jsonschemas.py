@@ -19,8 +19,10 @@ server do"; docs/architecture.md "Schemas that cannot stall the server"):
 * ``check`` refuses a schema under which one value could be checked against more than
   ``MAX_APPLICATIONS`` subschemas (``$ref`` fan-out through ``allOf``/``anyOf``/``oneOf``/``not``/
   ``if``/``dependentSchemas``), computed once per node at PUT;
-* ``CompiledSchema.parse`` takes a budget in milliseconds: every keyword the validator applies, and
-  every step of the defaults' walk, looks at the clock, and past the budget ``TooCostly`` ends it;
+* ``CompiledSchema.parse`` takes a budget in milliseconds of this thread's CPU time: every
+  applicator keyword the validator applies, every pattern matched and every step of the defaults'
+  walk counts a step, every ``CLOCK_EVERY`` steps the clock is read, and past the budget
+  ``TooCostly`` ends it; a match whose worst case would pass it is not started (``search``);
 * ``uniqueItems`` hashes the items (jsonschema compares unhashable ones pairwise: quadratic).
 """
 
@@ -62,7 +64,7 @@ ROOT_URI = (
 # How many subschemas one value may be checked against, counting each one a `$ref`, `allOf`,
 # `anyOf`, `oneOf`, `not`, `if`/`then`/`else` or `dependentSchemas` applies to that same value
 # (docs/architecture.md says why 1,000). The fan-out d_i = allOf[$ref d_i+1, $ref d_i+1] passes it
-# at depth 8 (511) and is refused from depth 9 (1,023).
+# at depth 7 (510, each `{"$ref"}` branch counting too) and is refused from depth 8 (1,021).
 MAX_APPLICATIONS = 1000
 
 # Keywords whose value is one subschema, a list of them, or a map of names to them (2020-12, plus
@@ -353,7 +355,9 @@ def _unevaluated_properties(
     if not validator.is_type(instance, "object"):
         return
     run = _RUN.get()
-    evaluated = run.compiled.evaluated_keys(instance, schema) if run is not None else set()
+    # Outside ``parse`` (the validator used on its own) the schema at hand is all there is.
+    compiled = run.compiled if run is not None else CompiledSchema(schema)
+    evaluated = compiled.evaluated_keys(instance, schema)
     invalid = [
         key
         for key in instance
