@@ -213,21 +213,23 @@ def regex(pattern: str) -> Any:
 
 def regex_problem(pattern: str) -> str | None:
     """Why RE2 cannot run ``pattern`` (or will not: a program past ``MAX_PROGRAM``), or None."""
+    shown = repr(pattern) if len(pattern) <= 200 else repr(pattern[:200]) + "…"
     try:
         size = regex(pattern).programsize
     except re2.error as exc:
         why = exc.args[0] if exc.args else exc
         why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
+        why = why if len(why) <= 200 else why[:200] + "…"
         if "too large" in why or "compile Set" in why:  # past RE2's memory (``max_mem``)
             size = MAX_PROGRAM + 1
         else:
             return (
-                f"the regular expression {pattern!r} cannot run on RE2, the linear-time engine "
+                f"the regular expression {shown} cannot run on RE2, the linear-time engine "
                 f"schemas run on here ({why}); backreferences and lookaround are not supported"
             )
     if size > MAX_PROGRAM:
         return (
-            f"the regular expression {pattern!r} compiles to more than {MAX_PROGRAM:,} RE2 "
+            f"the regular expression {shown} compiles to more than {MAX_PROGRAM:,} RE2 "
             "instructions, the limit (a long bounded repetition such as `.{1,1000}` or "
             "`\\p{L}{100}`: use maxLength)"
         )
