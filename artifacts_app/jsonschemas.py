@@ -67,6 +67,7 @@ ROOT_URI = (
 # (docs/architecture.md says why 1,000). The fan-out d_i = allOf[$ref d_i+1, $ref d_i+1] passes it
 # at depth 7 (510, each `{"$ref"}` branch counting too) and is refused from depth 8 (1,021).
 MAX_APPLICATIONS = 1000
+DATA_DEPTH = 100  # how deep data nests (values.MAX_DEPTH): the levels the fan-out bound looks at
 
 # Keywords whose value is one subschema, a list of them, or a map of names to them (2020-12, plus
 # the older `definitions`, which a `$ref` may still point into).
@@ -507,6 +508,8 @@ class _Walk:
     in_place: list[int] = field(default_factory=list)  # applied to the same value, in order
     cost: dict[int, int] = field(default_factory=dict)  # subschemas applied to one value, by node
     program: int = 0  # RE2 instructions of the patterns seen
+    inner: dict[int, list[Any]] = field(default_factory=dict)  # in-place subschemas, by node
+    order: list[dict[str, Any]] = field(default_factory=list)  # each node after its in-place ones
 
     def walk(self, node: Any, resolver: Any, at: list[str | int]) -> int:
         """How many subschemas ``node`` applies to one value, itself included."""
@@ -524,23 +527,27 @@ class _Walk:
             resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
         self.in_place.append(id(node))
         total = 1
+        inner: list[Any] = []  # what the node applies to the same value
         try:
             for key in ("$ref", "$dynamicRef"):
                 ref = node.get(key)
                 if isinstance(ref, str):
-                    total += self.reference(key, ref, resolver, [*at, key])
+                    target = self.reference(key, ref, resolver, [*at, key])
+                    total += self.cost.get(id(target), 1)
+                    inner.append(target)
             for key in _IN_PLACE_ONE:
                 if key in node:
                     total += self.walk(node[key], resolver, [*at, key])
+                    inner.append(node[key])
             for key in _IN_PLACE_MANY:
                 for i, sub in enumerate(node.get(key) or []):
                     total += self.walk(sub, resolver, [*at, key, i])
+                    inner.append(sub)
             for key in _IN_PLACE_MAP:
                 if isinstance(node.get(key), dict):
                     for name, sub in node[key].items():
                         total += self.walk(sub, resolver, [*at, key, name])
-                if total > MAX_APPLICATIONS:
-                    break
+                        inner.append(sub)
         finally:
             self.in_place.pop()
         if total > MAX_APPLICATIONS:
@@ -551,6 +558,8 @@ class _Walk:
                 at,
             )
         self.cost[id(node)] = total
+        self.inner[id(node)] = inner
+        self.order.append(node)
         self.done.add(id(node))
         self.patterns(node, at)
         saved, self.in_place = self.in_place, []  # below here the data is one level down
@@ -581,7 +590,8 @@ class _Walk:
                     where,
                 )
 
-    def reference(self, key: str, ref: str, resolver: Any, at: list[str | int]) -> int:
+    def reference(self, key: str, ref: str, resolver: Any, at: list[str | int]) -> Any:
+        """The node ``ref`` names, walked."""
         if not ref.startswith("#"):
             raise SchemaProblem(
                 f"`{key}` {ref!r} is not local: the server never fetches anything, so put what it "
@@ -594,7 +604,69 @@ class _Walk:
             raise SchemaProblem(
                 f"`{key}` {ref!r} points at nothing inside this schema", at
             ) from None
-        return self.walk(resolved.contents, resolved.resolver, at)
+        self.walk(resolved.contents, resolved.resolver, at)
+        return resolved.contents
+
+    def descent(self, root: dict[str, Any]) -> None:
+        """Refuse fan-out that multiplies as the data nests (``items`` whose ``anyOf`` branches
+        both lead back, ``contains`` beside ``items``…): for each level of the data, level by
+        level, how many subschemas one value there can be checked against (per node: its in-place
+        subschemas' counts, plus what it applies to one key or item of the level above, the worst
+        kind of slot), until that settles, passes ``MAX_APPLICATIONS`` or the data's depth."""
+        previous: dict[int, int] = dict(self.cost)
+        cap = MAX_APPLICATIONS + 1
+        for depth in range(1, DATA_DEPTH + 1):
+            slots: dict[int, tuple[int, int, int]] = {}  # per kind of slot: key, item, name
+            for node in self.order:  # in-place subschemas before the nodes that apply them
+                key, item, name = _slots(node, previous, depth == 1)
+                for sub in self.inner[id(node)]:
+                    if isinstance(sub, dict):
+                        more = slots.get(id(sub), (0, 0, 0))
+                        key, item, name = key + more[0], item + more[1], name + more[2]
+                slots[id(node)] = (min(key, cap), min(item, cap), min(name, cap))
+            current = {found: max(counts) for found, counts in slots.items()}
+            if current.get(id(root), 0) > MAX_APPLICATIONS:
+                raise SchemaProblem(
+                    f"a value {depth} levels deep in the data would be checked against more than "
+                    f"{MAX_APPLICATIONS:,} subschemas (references fanning out again at each level "
+                    "of the data), which costs too much per byte of data; share fewer branches",
+                    [],
+                )
+            if current == previous:
+                return
+            previous = current
+
+
+def _slots(node: dict[str, Any], counts: dict[int, int], first: bool) -> tuple[int, int, int]:
+    """How many subschemas ``node`` applies to one property value, to one item and to one property
+    name of a value, at most: each counted as ``counts`` says (a boolean schema: 1 on the first
+    level, 0 below). Kept apart because a value is an object or an array, never both: the
+    in-place subschemas' counts add up per kind, and the worst kind counts."""
+
+    def count(sub: Any) -> int:
+        return counts.get(id(sub), 0) if isinstance(sub, dict) else int(first)
+
+    def at_most_one(*subs: Any) -> int:  # one `properties` entry takes a key, one prefix an item
+        return max((count(sub) for sub in subs), default=0)
+
+    found = node.get("properties")
+    properties: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = node.get("patternProperties")
+    patterns: dict[str, Any] = found if isinstance(found, dict) else {}
+    found = node.get("prefixItems")
+    prefix: list[Any] = found if isinstance(found, list) else []
+    key = (
+        at_most_one(
+            *properties.values(), *(node[k] for k in ("additionalProperties",) if k in node)
+        )
+        + sum(count(sub) for sub in patterns.values())
+        + (count(node["unevaluatedProperties"]) if "unevaluatedProperties" in node else 0)
+    )
+    item = at_most_one(*prefix, *(node[k] for k in ("items",) if k in node)) + sum(
+        count(node[k]) for k in ("contains", "unevaluatedItems") if k in node
+    )
+    name = count(node["propertyNames"]) if "propertyNames" in node else 0
+    return key, item, name
 
 
 def check(schema: Any) -> None:
@@ -623,7 +695,9 @@ def check(schema: Any) -> None:
         where = "/".join(str(p) for p in at) or "(root)"
         raise SchemaProblem(f"not a valid JSON Schema at {where}: {exc.message}", at)
     try:
-        _Walk().walk(schema, _registry(schema)[1], [])
+        walk = _Walk()
+        walk.walk(schema, _registry(schema)[1], [])
+        walk.descent(schema)
     except RecursionError:
         raise SchemaProblem(
             "its references nest too deeply to be followed (a chain of `$ref`s hundreds long)", []

@@ -248,22 +248,69 @@ def test_the_defaults_walk_is_under_the_budget_too():
         parse(schema, [{}] * 200_000, budget_ms=1)
 
 
-def test_fan_out_in_the_data_descent_is_ended_by_the_budget():
-    """A fan-out that multiplies per level of the data (not refused when checked: its cost
-    depends on the data's depth) is ended by the budget."""
+def nesting_fan_out(depth: int) -> dict[str, Any]:
+    """d_i = array of anyOf[$ref d_i+1, $ref d_i+1]: each level of the data doubles the work."""
     defs: dict[str, Any] = {
         f"d{i}": {
             "type": "array",
             "items": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]},
         }
-        for i in range(30)
+        for i in range(depth)
     }
-    defs["d30"] = {"type": "integer"}
+    defs[f"d{depth}"] = {"type": "integer"}
+    return {"$defs": defs, "$ref": "#/$defs/d0"}
+
+
+@pytest.mark.timeout(60)
+def test_fan_out_that_multiplies_as_the_data_nests_is_refused_when_checked():
+    with pytest.raises(SchemaProblem) as err:
+        check(nesting_fan_out(30))
+    assert "levels deep in the data" in err.value.message
+    check(nesting_fan_out(6))  # 2^6 = 64 at the bottom: accepted
+    tree = {  # a recursive schema that does not multiply: accepted
+        "$defs": {
+            "node": {
+                "type": "object",
+                "properties": {"children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                "additionalProperties": {"$ref": "#/$defs/node"},
+            }
+        },
+        "$ref": "#/$defs/node",
+    }
+    check(tree)
+    any_json = {  # any JSON value: arrays and objects of itself, one level after another
+        "$defs": {
+            "json": {
+                "anyOf": [
+                    {"type": ["string", "number", "boolean", "null"]},
+                    {"type": "array", "items": {"$ref": "#/$defs/json"}},
+                    {"type": "object", "additionalProperties": {"$ref": "#/$defs/json"}},
+                ]
+            }
+        },
+        "$ref": "#/$defs/json",
+    }
+    check(any_json)
+    both = {
+        "$defs": {
+            "n": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/n"},
+                "contains": {"$ref": "#/$defs/n"},
+            }
+        }
+    }
+    with pytest.raises(SchemaProblem):  # items and contains both apply to every item
+        check({**both, "$ref": "#/$defs/n"})
+
+
+def test_a_stored_nesting_fan_out_is_ended_by_the_budget():
+    """A schema stored before the bound (not checked) is still ended by the budget."""
     data: Any = "x"
     for _ in range(30):
         data = [data]
     with pytest.raises(TooCostly):
-        parse({"$defs": defs, "$ref": "#/$defs/d0"}, data)
+        CompiledSchema(nesting_fan_out(30)).parse(data, 200)
 
 
 @pytest.mark.timeout(60)
@@ -277,8 +324,7 @@ def test_the_tool_refuses_a_fan_out_it_would_inline_exponentially():
     }
     defs["d30"] = {"type": "integer"}
     schema = {"$defs": defs, "$ref": "#/$defs/d0"}
-    check(schema)
-    with pytest.raises(SchemaProblem) as err:
+    with pytest.raises(SchemaProblem) as err:  # on its own: the PUT's check refuses it first
         strict_problem(schema)
     assert f"{MAX_INLINED:,} subschemas" in err.value.message
 
