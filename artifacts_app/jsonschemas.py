@@ -19,7 +19,8 @@ server do"; docs/architecture.md "Schemas that cannot stall the server"):
   ``format`` stays an annotation (no format checker on data);
 * ``check`` refuses a schema under which one value could be checked against more than
   ``MAX_APPLICATIONS`` subschemas (``$ref`` fan-out through ``allOf``/``anyOf``/``oneOf``/``not``/
-  ``if``/``dependentSchemas``), computed once per node at PUT;
+  ``if``/``dependentSchemas``), computed once per node at PUT, and level by level of the data for
+  fan-out that multiplies as the data nests (``_Walk.descent``);
 * ``CompiledSchema.parse`` takes a budget in milliseconds of this thread's CPU time: every
   applicator keyword the validator applies, every pattern matched and every step of the defaults'
   walk counts a step, every ``CLOCK_EVERY`` steps the clock is read, and past the budget
