@@ -130,6 +130,26 @@ def test_a_fan_out_schema_at_depth_30_is_refused_at_put(client, key, keyword):
     assert client.get(URL, **bearer(key)).json()["kinds"] == []  # nothing declared
 
 
+@pytest.mark.timeout(60)
+def test_a_fan_out_that_multiplies_as_the_data_nests_is_refused_at_put(client, key):
+    defs: dict[str, Any] = {
+        f"d{i}": {
+            "type": "array",
+            "items": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]},
+        }
+        for i in range(30)
+    }
+    defs["d30"] = {"type": "integer"}
+    schema = {"$defs": defs, "$ref": "#/$defs/d0"}
+    error = error_of(
+        put(client, {"k": {"description": "A thing.", "schema": schema}}, key),
+        400,
+        "invalid_schema",
+    )
+    assert "levels deep in the data" in error["message"]
+    assert client.get(URL, **bearer(key)).json()["kinds"] == []
+
+
 def test_a_fan_out_just_under_the_bound_is_accepted_and_works(client, key):
     declare(client, key, fan_out(7))
     assert tag(client, key, 3).status_code == 201
