@@ -362,6 +362,9 @@ ARTIFACTS_MAX_CONTENT_BYTES = env_int("ARTIFACTS_MAX_CONTENT_BYTES", 100 * 1024 
 ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
     "ARTIFACTS_MAX_JSON_BODY_BYTES", 10 * 1024 * 1024, minimum=1
 )
+# Milliseconds of JSON Schema validation one tag may spend on a kind declared over HTTP (defaults
+# filled in, then checked); past it the tag is refused with 400 `schema_too_costly` (jsonschemas).
+ARTIFACTS_MAX_VALIDATION_MS = env_int("ARTIFACTS_MAX_VALIDATION_MS", 200, minimum=1)
 # Seconds a view reading a streamed request body waits for its next bytes before it gives up with
 # 408 `body_timeout` (agent_site/body.py): a client that stalls mid-body frees its request thread.
 # Keep it under Twisted's 60 s request idle timeout, which closes a silent connection (no answer).

@@ -23,7 +23,7 @@ from django.core.exceptions import ImproperlyConfigured
 from pydantic import TypeAdapter, ValidationError
 
 from artifacts_app import jsonschemas
-from artifacts_app.errors import SchemaInvalidError
+from artifacts_app.errors import ArtifactError, SchemaInvalidError
 from artifacts_app.names import KIND_RE, RESERVED_SLUGS, SLUG_RE
 
 if TYPE_CHECKING:
@@ -105,10 +105,26 @@ class SchemaKind(Kind):
 
     def parse(self, name: str, data: Any) -> Any:
         """``data`` with the schema's defaults filled in; ``SchemaInvalidError`` with
-        ``{"loc", "msg"}`` details, as pydantic's, when it does not match."""
+        ``{"loc", "msg"}`` details, as pydantic's, when it does not match; 400
+        ``schema_too_costly`` when validating it takes more than ``ARTIFACTS_MAX_VALIDATION_MS``.
+
+        Every entry point (the Python API, REST, the tool, MCP) tags through here, so the budget
+        holds for all of them. Kinds declared in code are not under it: pydantic-core validates
+        them in one call that cannot be interrupted, their schemas are the host's own code, and its
+        regular expressions run on Rust's linear-time ``regex`` crate by default."""
         if self.compiled is None:
             return data
-        filled, details = self.compiled.parse(data)
+        budget = int(settings.ARTIFACTS_MAX_VALIDATION_MS)
+        try:
+            filled, details = self.compiled.parse(data, budget)
+        except jsonschemas.TooCostly:
+            raise ArtifactError(
+                "schema_too_costly",
+                f"Checking `data` against kind {name!r} took more than {budget} ms, this "
+                "server's limit for one tag (ARTIFACTS_MAX_VALIDATION_MS); nothing was stored. "
+                "Send less data, or declare the kind with a simpler schema.",
+                {"field": "data", "kind": name, "limitMs": budget},
+            ) from None
         if details:
             raise _schema_invalid(name, details, None)
         return filled

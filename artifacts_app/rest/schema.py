@@ -89,6 +89,8 @@ CODES: dict[str, int] = {
     "invalid_owner": 400,
     "unknown_user": 400,
     "tool_input_invalid": 400,
+    # validating data against a kind declared over HTTP took past ARTIFACTS_MAX_VALIDATION_MS
+    "schema_too_costly": 400,
     # PUT artifacts/kinds (services.kinds, jsonschemas, tool.strict)
     "invalid_kinds": 400,
     "invalid_description": 400,
@@ -157,6 +159,7 @@ TAG = (
     "invalid_kind",
     "unknown_kind",
     "schema_invalid",
+    "schema_too_costly",
     "invalid_key",
     "invalid_title",
     "invalid_session_id",

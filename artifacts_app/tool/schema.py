@@ -69,6 +69,7 @@ class _Inliner:
         self.prefix = prefix
         self.out_defs = out_defs
         self.stack: list[str] = []
+        self.recursive = {self.name(n) for n in _recursive_defs(defs)}  # once, not per reference
 
     def name(self, ref_name: str) -> str:
         return _NAME_RE.sub("_", f"{self.prefix}__{ref_name}")
@@ -87,7 +88,7 @@ class _Inliner:
             self.stack.append(ref_name)
             target = self.walk(copy.deepcopy(self.defs[ref_name]))
             self.stack.pop()
-            if self.name(ref_name) in self._recursive_names():
+            if self.name(ref_name) in self.recursive:
                 self.out_defs.setdefault(self.name(ref_name), target)
             merged = {**target, **{k: self.walk(v) for k, v in siblings.items()}}
             return merged
@@ -100,9 +101,6 @@ class _Inliner:
             else:
                 out[key] = self.walk(value)
         return out
-
-    def _recursive_names(self) -> set[str]:
-        return {self.name(n) for n in _recursive_defs(self.defs)}
 
 
 def _refs_in(node: Any) -> set[str]:

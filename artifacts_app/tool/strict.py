@@ -61,6 +61,10 @@ _TYPED_BY = ("type", "enum", "const", "anyOf", "oneOf", "$ref")
 MAX_DEPTH = 10  # object nesting, counted from the tool's root as OpenAI counts it
 DATA_DEPTH = 2  # the tool's root object, then `artifact`, then `data`
 MAX_PROPERTIES = 5000
+# The tool inlines every `$ref` (tool/schema.py's _Inliner), so a schema whose references fan out
+# (d_i = {"items": {"anyOf": [{"$ref": d_i+1}, {"$ref": d_i+1}]}}) would make a tool definition
+# exponential in the depth; the walk below counts the subschemas the inlined tool would hold.
+MAX_INLINED = 10_000
 
 
 class _Check:
@@ -69,6 +73,7 @@ class _Check:
         self.defs: dict[str, Any] = defs if isinstance(defs, dict) else {}
         self.following: list[str] = []
         self.properties = 0
+        self.inlined = 0
 
     def refuse(self, what: str, at: list[Any]) -> SchemaProblem:
         where = ".".join(str(p) for p in at) or "(root)"
@@ -81,6 +86,13 @@ class _Check:
     def node(self, node: Any, at: list[Any], depth: int, root: bool = False) -> None:
         if not isinstance(node, dict):
             raise self.refuse(f"the boolean schema `{json_bool(node)}`", at)
+        self.inlined += 1
+        if self.inlined > MAX_INLINED:
+            raise self.refuse(
+                f"more than {MAX_INLINED:,} subschemas once its `$ref`s are inlined (references "
+                "that fan out)",
+                at,
+            )
         for key in node:
             if key in _CARRIED or (root and key in _ROOT_ONLY):
                 continue
@@ -139,4 +151,11 @@ def json_bool(value: Any) -> str:
 
 def strict_problem(schema: dict[str, Any]) -> None:
     """Refuse (``SchemaProblem``) a kind's JSON Schema that the tool cannot offer in strict mode."""
-    _Check(schema).node(schema, [], DATA_DEPTH, root=True)
+    try:
+        _Check(schema).node(schema, [], DATA_DEPTH, root=True)
+    except RecursionError:
+        raise SchemaProblem(
+            "the tag_artifact tool cannot inline references nested this deeply; declare "
+            "agentTool false, or nest less",
+            [],
+        ) from None
