@@ -70,6 +70,15 @@ def _isolated_storage(settings, tmp_path: Path, _s3_server):
     shutil.rmtree(tmp_path / "blobs", ignore_errors=True)
 
 
+@pytest.fixture(autouse=True)
+def _auth_failures_not_limited(settings):
+    """Tests not about failed-authentication throttling send bad credentials from 127.0.0.1 at
+    will, many per second across a run: the limit is raised out of their way here. The throttle's
+    own tests (tests/rest/test_throttle.py, tests/consumers/test_throttle_live.py) set it back,
+    each from addresses of its own."""
+    settings.ARTIFACTS_AUTH_FAILURE_LIMIT = 1_000_000
+
+
 @pytest.fixture
 async def closed_hub():
     """Close the test loop's fan-out hub (its layer reader and watcher, its pools) while the loop
