@@ -142,16 +142,22 @@ async def test_a_burst_of_bad_tokens_on_mcp_answers_429_while_a_good_caller_goes
             )
             assert good.status_code == 200, good.text[:300]
             assert good.json()["result"]["serverInfo"]
-        # REST shares the count: the address is past the limit there too.
+        # REST shares the count: the address is past the limit there too, on Django's road and on
+        # the tag's lean one (agent_site/asgi.py) alike.
         rest = await http.get(
             "/guarded/v1/artifacts",
+            headers={"Authorization": f"Bearer {BAD}", "X-Forwarded-For": address},
+        )
+        lean = await http.post(
+            "/guarded/v1/artifacts",
+            json={"kind": "report", "key": "k", "data": {}},
             headers={"Authorization": f"Bearer {BAD}", "X-Forwarded-For": address},
         )
     assert [r.status_code for r in refused] == [401] * LIMIT + [429] * 5
     for response in refused[:LIMIT]:
         assert response.json()["error"]["code"] == "invalid_token"
         assert response.headers["www-authenticate"].startswith("Bearer")
-    for response in [*refused[LIMIT:], rest]:
+    for response in [*refused[LIMIT:], rest, lean]:
         assert response.status_code == 429
         assert response.json()["error"]["code"] == "too_many_attempts"
         assert 1 <= int(response.headers["retry-after"]) <= 60
