@@ -2,19 +2,36 @@
 the server do"): the one rule for the API's bearer credentials, websockets, MCP and the two login
 pages.
 
-An entry point checks the credential first. A credential that authenticates goes on, whatever
-its address has done: callers that authenticate are never slowed. A credential that does not
-(an unknown or revoked token, a wrong password) is counted with ``failure(address)``; once an
-address has failed more than ``ARTIFACTS_AUTH_FAILURE_LIMIT`` times in its window of
-``ARTIFACTS_AUTH_FAILURE_WINDOW`` seconds, each further failure raises ``TooManyAttemptsError``
-(429 ``too_many_attempts`` with ``Retry-After``; a websocket closes with 4408) instead of the 401.
-The window opens at an address's first failure and closes that many seconds later.
+A credential that does not authenticate (an unknown or revoked token, a wrong password) is counted
+with ``failure(address)``; an address may fail ``ARTIFACTS_AUTH_FAILURE_LIMIT`` times in its window
+of ``ARTIFACTS_AUTH_FAILURE_WINDOW`` seconds, and each further failure raises
+``TooManyAttemptsError`` (429 ``too_many_attempts`` with ``Retry-After``; a websocket closes with
+4408) instead of the 401. The window opens at an address's first failure and closes that many
+seconds later.
+
+Where the check comes first differs, because what a guess can win differs:
+
+- **Bearer tokens** (REST, MCP, websockets) are checked first: a token that authenticates goes on
+  whatever its address has done, and only one that fails is counted. A token is a 256-bit random
+  secret that no rate of guessing finds, so the limit has nothing to protect there but the
+  server's work, and checking first keeps a good agent going beside a guesser at the same address
+  (a NAT, an office).
+- **Passwords** (the login pages) are not checked at all once ``exceeded(address)`` says the
+  address has used up its failures: the page answers 429 until the window ends, a right password
+  included. A password can be guessed, and a guesser who ignores the 429s would otherwise learn
+  which guess was right. The cost: the people behind a shared address cannot log in for the rest
+  of that window (``ARTIFACTS_TRUSTED_PROXIES`` gives each the address a proxy saw); people already
+  logged in keep their session and never post the form.
+
+``exceeded`` reads the count without counting; ``failure`` counts. A login that read the count
+just before another reached the limit is still checked, so the overshoot is bounded by how many
+logins the servers run at once, not by the guesser's rate.
 
 Counts live in Django's ``default`` cache, through its public API: in the process
 (``LocMemCache``) in the embedded default, in Redis (Django's ``RedisCache``) at scale, so that
 every process behind a proxy counts the same failures. A cache that fails is logged and counts
-nothing: refusing with 401 is still right, and a Redis outage must not turn bad credentials into
-500s.
+nothing (and refuses nothing): refusing with 401 is still right, and a Redis outage must not turn
+bad credentials into 500s.
 
 The address is the peer's, or, when the peer is one of ``ARTIFACTS_TRUSTED_PROXIES``, the rightmost
 address of ``X-Forwarded-For`` that is not a trusted proxy (the one the outermost trusted proxy saw;
@@ -123,10 +140,21 @@ def _keys(address: str) -> tuple[str, str]:
     return key, key + ":until"
 
 
+def _past_limit(failures: int) -> bool:
+    """The rule: an address may fail ``ARTIFACTS_AUTH_FAILURE_LIMIT`` times in its window."""
+    return failures > int(settings.ARTIFACTS_AUTH_FAILURE_LIMIT)
+
+
+def _refusal(until: object, now: float) -> TooManyAttemptsError:
+    """The refusal of an address past the limit, until ``until`` (its window's end)."""
+    window = int(settings.ARTIFACTS_AUTH_FAILURE_WINDOW)
+    wait = math.ceil(until - now) if isinstance(until, int | float) else window
+    return TooManyAttemptsError(max(1, min(wait, window)))
+
+
 def failure(address: str) -> None:
     """Count one failed authentication from ``address``; past the limit, raise
     ``TooManyAttemptsError`` (the entry point answers it instead of its 401)."""
-    limit = int(settings.ARTIFACTS_AUTH_FAILURE_LIMIT)
     window = int(settings.ARTIFACTS_AUTH_FAILURE_WINDOW)
     count_key, until_key = _keys(address)
     cache = caches["default"]
@@ -146,14 +174,30 @@ def failure(address: str) -> None:
                 # Redis' INCR recreated a key that expired in between, without a timeout: give
                 # it one, or the address would stay counted for ever.
                 cache.touch(count_key, timeout=window)
-        if count <= limit:
+        if not _past_limit(count):
             return
         until = cache.get(until_key)
     except Exception as exc:
         log.warning("failed authentications are not counted: the cache failed: %r", exc)
         return
-    wait = math.ceil(until - now) if isinstance(until, int | float) else window
-    raise TooManyAttemptsError(max(1, min(wait, window)))
+    raise _refusal(until, now)
+
+
+def exceeded(address: str) -> TooManyAttemptsError | None:
+    """The refusal ``address`` has earned, without counting anything: when it has used up its
+    failures in the window (its next failure would be refused), the ``TooManyAttemptsError`` to
+    answer; otherwise None. The login pages ask this before they check a password."""
+    count_key, until_key = _keys(address)
+    try:
+        now = time.time()
+        values = caches["default"].get_many([count_key, until_key])
+    except Exception as exc:
+        log.warning("failed authentications are not read: the cache failed: %r", exc)
+        return None
+    count = values.get(count_key)
+    if not isinstance(count, int) or not _past_limit(count + 1):
+        return None
+    return _refusal(values.get(until_key), now)
 
 
 def forget(address: str) -> None:

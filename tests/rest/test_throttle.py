@@ -1,8 +1,9 @@
 """Failed authentications are limited per client address (API.md "Limits on what a caller can make
 the server do"): past ``ARTIFACTS_AUTH_FAILURE_LIMIT`` a bad credential answers 429
-``too_many_attempts`` with ``Retry-After``, while a caller that authenticates from the same address
-goes on. REST bearer tokens and the two login pages here, in the process; websockets, MCP and two
-processes sharing the count in tests/consumers/test_throttle_live.py.
+``too_many_attempts`` with ``Retry-After``. A good bearer token from the same address goes on; a
+login page refuses even a right password without checking it until the window ends. REST bearer
+tokens and the two login pages here, in the process; websockets, MCP and two processes sharing the
+count in tests/consumers/test_throttle_live.py.
 
 Each test fails from addresses of its own (at scale the counts live in Redis, which outlives a
 test), so no count leaks from one test, or one run, into another.
@@ -183,33 +184,118 @@ def test_bad_tokens_answer_401_while_the_counting_cache_is_down(limited):
 # --- the login pages ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("path", "user"), [("/admin/login/", "staff"), ("/accounts/login/", "alice")]
-)
-def test_wrong_passwords_past_the_limit_answer_429_and_a_right_one_still_logs_in(
+LOGIN_PAGES = [("/admin/login/", "staff"), ("/accounts/login/", "alice")]
+RIGHT = "the-right-pw-123"
+
+
+def login_user(django_user_model, user: str):
+    return django_user_model.objects.create_user(user, password=RIGHT, is_staff=user == "staff")
+
+
+def assert_login_refused(response, client, person) -> None:
+    """429 for the limit, and the password never checked: ``authenticate`` would have set
+    ``last_login`` on a right one, and no session was opened."""
+    assert response.status_code == 429, response.status_code
+    assert response["Content-Type"].startswith("text/html")
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert b"Too many failed authentications from this address" in response.content
+    assert b"whatever the password" in response.content
+    assert "_auth_user_id" not in client.session
+    assert "sessionid" not in response.cookies
+    person.refresh_from_db()
+    assert person.last_login is None
+
+
+@pytest.mark.parametrize(("path", "user"), LOGIN_PAGES)
+def test_past_the_limit_the_login_pages_refuse_even_a_right_password_without_checking_it(
     limited, django_user_model, path, user
 ):
-    person = django_user_model.objects.create_user(
-        user, password="the-right-pw-123", is_staff=user == "staff"
-    )
-    address = new_address()
-    client = Client(REMOTE_ADDR=address)
+    person = login_user(django_user_model, user)
+    client = Client(REMOTE_ADDR=new_address())
     for _ in range(LIMIT):
         page = client.post(path, {"username": user, "password": "wrong"})
         assert page.status_code == 200, page.status_code  # the form again, with its error
-    refused = client.post(path, {"username": user, "password": "wrong"})
-    assert refused.status_code == 429
-    assert refused["Content-Type"].startswith("text/html")
-    assert 1 <= int(refused["Retry-After"]) <= 60
-    assert b"Too many failed authentications from this address" in refused.content
-    assert "_auth_user_id" not in client.session
-
-    right = client.post(path, {"username": user, "password": "the-right-pw-123"})
-    assert right.status_code == 302, right.status_code
-    assert client.session["_auth_user_id"] == str(person.pk)
-    # Another browser at another address was never limited.
+    assert_login_refused(client.post(path, {"username": user, "password": "wrong"}), client, person)
+    # A right password is refused the same way: a guesser learns nothing from the answer.
+    assert_login_refused(client.post(path, {"username": user, "password": RIGHT}), client, person)
+    # The page itself still shows; another browser at another address was never limited.
+    assert client.get(path).status_code == 200
     elsewhere = Client(REMOTE_ADDR=new_address())
     assert elsewhere.post(path, {"username": user, "password": "wrong"}).status_code == 200
+    logged_in = elsewhere.post(path, {"username": user, "password": RIGHT})
+    assert logged_in.status_code == 302
+    assert elsewhere.session["_auth_user_id"] == str(person.pk)
+
+
+@pytest.mark.parametrize(("path", "user"), LOGIN_PAGES)
+def test_a_right_password_logs_in_again_once_the_window_ends(
+    limited, django_user_model, path, user
+):
+    limited.ARTIFACTS_AUTH_FAILURE_WINDOW = 2
+    person = login_user(django_user_model, user)
+    address = new_address()
+    for _ in range(LIMIT):  # the limit's worth of failures, at once (a loaded machine is slow)
+        throttle.failure(address)
+    client = Client(REMOTE_ADDR=address)
+    refused = client.post(path, {"username": user, "password": RIGHT})
+    assert_login_refused(refused, client, person)
+    assert refused["Retry-After"] in {"1", "2"}
+    time.sleep(2.2)  # the window (2 s) is over
+    right = client.post(path, {"username": user, "password": RIGHT})
+    assert right.status_code == 302, right.status_code
+    assert client.session["_auth_user_id"] == str(person.pk)
+    person.refresh_from_db()
+    assert person.last_login is not None
+
+
+def test_a_logged_in_person_is_not_affected_by_their_address_being_limited(
+    limited, django_user_model
+):
+    person = login_user(django_user_model, "staff")
+    address = new_address()
+    client = Client(REMOTE_ADDR=address)
+    assert client.post("/admin/login/", {"username": "staff", "password": RIGHT}).status_code == 302
+    for _ in range(LIMIT):  # a guesser at the same address, after the login
+        throttle.failure(address)
+    assert throttle.exceeded(address) is not None
+    assert client.get("/admin/").status_code == 200
+    assert client.get("/accounts/login/").status_code == 200
+    assert client.session["_auth_user_id"] == str(person.pk)
+
+
+def test_the_login_pages_check_passwords_while_the_counting_cache_is_down(
+    limited, django_user_model
+):
+    # Nothing read, nothing counted: the page answers as it would without the limit.
+    limited.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{free_port()}/0",  # nothing listens there
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    person = login_user(django_user_model, "staff")
+    client = Client(REMOTE_ADDR=new_address())
+    assert (
+        client.post("/admin/login/", {"username": "staff", "password": "wrong"}).status_code == 200
+    )
+    assert client.post("/admin/login/", {"username": "staff", "password": RIGHT}).status_code == 302
+    assert client.session["_auth_user_id"] == str(person.pk)
+
+
+def test_exceeded_reads_the_count_without_counting(limited):
+    address = new_address()
+    for _ in range(50):
+        assert throttle.exceeded(address) is None  # never a failure, however often asked
+    for _ in range(LIMIT - 1):
+        throttle.failure(address)
+    assert throttle.exceeded(address) is None
+    throttle.failure(address)  # the limit's last allowed failure: the next would be refused
+    too_many = throttle.exceeded(address)
+    assert too_many is not None and too_many.code == "too_many_attempts"
+    assert 1 <= too_many.retry_after <= 60
+    with pytest.raises(type(too_many)):
+        throttle.failure(address)
 
 
 def test_a_non_staff_user_at_the_admin_login_counts_as_a_failure(limited, alice):
