@@ -7,6 +7,7 @@ storage variables switch to the scale profile. Every variable is listed in docs/
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -305,6 +306,46 @@ else:
             "CONFIG": {"capacity": env_int("ARTIFACTS_LAYER_CAPACITY", 1000, minimum=1)},
         }
     }
+
+# --- failed authentications per client address (artifacts_app.throttle; operations.md) ---------
+ARTIFACTS_AUTH_FAILURE_LIMIT = env_int("ARTIFACTS_AUTH_FAILURE_LIMIT", 20, minimum=1)
+ARTIFACTS_AUTH_FAILURE_WINDOW = env_int("ARTIFACTS_AUTH_FAILURE_WINDOW", 60, minimum=1)
+# Peers whose X-Forwarded-For names the client (IPs or CIDRs): the proxies in front, nothing else.
+ARTIFACTS_TRUSTED_PROXIES = env_list("ARTIFACTS_TRUSTED_PROXIES", [])
+for _proxy in ARTIFACTS_TRUSTED_PROXIES:
+    try:
+        ipaddress.ip_network(_proxy, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"ARTIFACTS_TRUSTED_PROXIES holds IP addresses or CIDRs, comma-separated; got {_proxy!r}."
+        ) from None
+# The counts live in Django's cache: in the process, or in Redis so that every process behind the
+# proxy counts the same failures (short timeouts: a Redis outage leaves failures uncounted).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": os.environ.get("ARTIFACTS_REDIS_PREFIX", "artifacts")
+            + os.environ.get("PYTEST_XDIST_WORKER", ""),
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
+            "LOCATION": "artifacts",
+            "OPTIONS": {"MAX_ENTRIES": 10_000},
+        }
+    }
+# /healthz's details (each dependency's state) for a monitor without a staff session.
+ARTIFACTS_HEALTH_TOKEN = os.environ.get("ARTIFACTS_HEALTH_TOKEN", "").strip()
+if ARTIFACTS_HEALTH_TOKEN and len(ARTIFACTS_HEALTH_TOKEN) < 32:
+    raise ImproperlyConfigured(
+        "ARTIFACTS_HEALTH_TOKEN must be 32+ random characters (it is not throttled): generate one "
+        "with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
+    )
 
 STORAGES = {
     "default": {

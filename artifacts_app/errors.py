@@ -66,6 +66,21 @@ class UnauthenticatedError(ArtifactError):
     status = 401
 
 
+class TooManyAttemptsError(ArtifactError):
+    """Too many failed authentications from one client address (``throttle``): 429 with
+    ``Retry-After``, in place of the 401 the credential would have had."""
+
+    status = 429
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(
+            "too_many_attempts",
+            "Too many failed authentications from this address; retry in "
+            f"{retry_after} s (valid credentials are accepted meanwhile).",
+        )
+        self.retry_after = retry_after
+
+
 class UnavailableError(ArtifactError):
     """A dependency (the database, the blob storage) failed or did not answer in time: the
     service, not the request, is at fault; the same request may succeed later (``Retry-After``)."""

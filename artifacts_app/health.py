@@ -8,11 +8,14 @@ hits the failure.
 - ``server_error`` (``handler500``) does the same for a failure outside a view (a middleware
   reading the session), and answers a bug under ``/<slug>/`` with a 500 envelope.
 - ``healthz`` asks each dependency, each on a thread of its own and for at most
-  ``ARTIFACTS_HEALTH_TIMEOUT`` seconds, and answers every answer.
+  ``ARTIFACTS_HEALTH_TIMEOUT`` seconds. Anyone gets the overall status; each dependency's answer
+  (the database vendor, free disk bytes, the layer) only staff (a session) or a monitor sending
+  ``Authorization: Bearer <ARTIFACTS_HEALTH_TOKEN>``.
 """
 
 from __future__ import annotations
 
+import hmac
 import logging
 import sys
 import threading
@@ -28,7 +31,7 @@ from django.http import HttpRequest, HttpResponse
 from django.views import defaults
 from django.views.decorators.cache import never_cache
 
-from artifacts_app import blobs, faults, layer
+from artifacts_app import access, blobs, faults, layer
 from artifacts_app.door import envelope_response, is_api_path
 from artifacts_app.errors import StorageFullError, UnavailableError
 
@@ -141,10 +144,27 @@ _PROBES = {
 _REQUIRED = ("database", "storage")
 
 
+def may_see_details(request: HttpRequest) -> bool:
+    """Staff (the session's user), or the health token (compared in constant time; an unset
+    token lets no one in). A wrong token is no error: it gets what anyone gets."""
+    expected = str(getattr(settings, "ARTIFACTS_HEALTH_TOKEN", "") or "")
+    given = access.bearer_token(request.META.get("HTTP_AUTHORIZATION"))
+    if expected and given is not None:
+        if hmac.compare_digest(given.encode("utf-8", "surrogateescape"), expected.encode()):
+            return True
+    try:
+        return access.is_staff(getattr(request, "user", None))  # reads the session
+    except Exception as exc:
+        if faults.classify(exc) is None:
+            raise
+        return False  # the database that holds sessions is down: the status says so
+
+
 @never_cache
 def healthz(request: HttpRequest) -> HttpResponse:
-    """``GET /healthz``: ``{"status": "ok" | "degraded" | "unavailable", "checks": {name:
-    {"status": "ok" | "unavailable" | "full", …}}}``; 503 when the database or the storage fails."""
+    """``GET /healthz``: ``{"status": "ok" | "degraded" | "unavailable"}``; 503 when the database
+    or the storage fails. For ``may_see_details``, also ``"checks": {name: {"status": "ok" |
+    "unavailable" | "full", …}}``."""
     deadline = time.monotonic() + float(settings.ARTIFACTS_HEALTH_TIMEOUT)
     started = {name: probe.start() for name, probe in _PROBES.items()}  # all at once
     checks = {name: _Probe.answer(*started[name], deadline) for name in _PROBES}
@@ -153,8 +173,11 @@ def healthz(request: HttpRequest) -> HttpResponse:
         status, code = UNAVAILABLE, 503
     else:
         status, code = ("degraded" if failing else OK), 200
+    body: dict[str, Any] = {"status": status}
+    if may_see_details(request):
+        body["checks"] = checks
     response = HttpResponse(
-        orjson.dumps({"status": status, "checks": checks}),
+        orjson.dumps(body),
         status=code,
         content_type="application/json",
     )

@@ -5,7 +5,9 @@ a browser's ambient credential). Otherwise the Django session cookie, and then o
 ``Origin`` whose host is in ``ALLOWED_HOSTS`` (no ``Origin``: refused) — a page on another site must
 not ride a logged-in browser's cookie. The middleware never refuses by itself: it puts the caller
 and, when the credentials are bad, the close code and reason into the scope, and the consumer
-accepts and closes with them (API.md: 4401 / 4403), so the client learns why.
+accepts and closes with them (API.md: 4401 / 4403), so the client learns why. A bearer credential
+that does not authenticate is counted against the client's address (``throttle``): past the limit
+the close code is 4408, "too many attempts" — a refusal, not 4429's "reconnect at once".
 """
 
 from __future__ import annotations
@@ -13,13 +15,18 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from asgiref.sync import sync_to_async
 from channels.auth import AuthMiddlewareStack
 from channels.db import database_sync_to_async
 from django.conf import settings
 from django.http.request import validate_host
 
-from artifacts_app import access, faults
+from artifacts_app import access, faults, throttle
 from artifacts_app.consumers import CALLER, REFUSAL, UNAVAILABLE, UNAVAILABLE_REASON
+from artifacts_app.errors import TooManyAttemptsError
+
+# Too many failed authentications from this address (the reason says for how long): not retried.
+TOO_MANY_ATTEMPTS = 4408
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str | None:
@@ -40,14 +47,27 @@ def origin_allowed(origin: str | None) -> bool:
     return validate_host(host, settings.ALLOWED_HOSTS)
 
 
+async def _failed(scope: dict[str, Any], refusal: tuple[int, str]) -> tuple[int, str]:
+    """The refusal of credentials that did not authenticate, counted (``throttle``; a cache
+    round trip at scale, off the event loop)."""
+    address = throttle.scope_address(scope)
+    try:
+        await sync_to_async(throttle.failure, thread_sensitive=False)(address)
+    except TooManyAttemptsError as error:
+        return TOO_MANY_ATTEMPTS, error.message
+    return refusal
+
+
 async def resolve(scope: dict[str, Any]) -> tuple[access.Caller, tuple[int, str] | None]:
     header = _header(scope, b"authorization")
     if header is not None:
         if access.bearer_token(header) is None:
-            return access.ANONYMOUS_CALLER, (4401, "Authorization must be `Bearer <token>`.")
+            refusal = (4401, "Authorization must be `Bearer <token>`.")
+            return access.ANONYMOUS_CALLER, await _failed(scope, refusal)
         caller = await database_sync_to_async(access.caller_from_authorization)(header)
         if caller is None:
-            return access.ANONYMOUS_CALLER, (4401, access.INVALID_TOKEN_MESSAGE)
+            refusal = (4401, access.INVALID_TOKEN_MESSAGE)
+            return access.ANONYMOUS_CALLER, await _failed(scope, refusal)
         return caller, None
     caller = access.caller_from_user(scope.get("user"))
     if caller.is_authenticated and not origin_allowed(_header(scope, b"origin")):

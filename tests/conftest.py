@@ -70,6 +70,31 @@ def _isolated_storage(settings, tmp_path: Path, _s3_server):
     shutil.rmtree(tmp_path / "blobs", ignore_errors=True)
 
 
+UNLIMITED_AUTH_FAILURES = "1000000"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_auth_failures_not_limited():
+    """The same for the servers the tests start (they inherit this environment): at scale their
+    counts live in Redis for a minute, shared by every server of the run, all seeing 127.0.0.1."""
+    saved = os.environ.get("ARTIFACTS_AUTH_FAILURE_LIMIT")
+    os.environ["ARTIFACTS_AUTH_FAILURE_LIMIT"] = UNLIMITED_AUTH_FAILURES
+    yield
+    if saved is None:
+        os.environ.pop("ARTIFACTS_AUTH_FAILURE_LIMIT", None)
+    else:
+        os.environ["ARTIFACTS_AUTH_FAILURE_LIMIT"] = saved
+
+
+@pytest.fixture(autouse=True)
+def _auth_failures_not_limited(settings):
+    """Tests not about failed-authentication throttling send bad credentials from 127.0.0.1 at
+    will, many per second across a run: the limit is raised out of their way here (and for the
+    servers they start, above). The throttle's own tests (tests/rest/test_throttle.py,
+    tests/consumers/test_throttle_live.py) set it back, each from addresses of its own."""
+    settings.ARTIFACTS_AUTH_FAILURE_LIMIT = int(UNLIMITED_AUTH_FAILURES)
+
+
 @pytest.fixture
 async def closed_hub():
     """Close the test loop's fan-out hub (its layer reader and watcher, its pools) while the loop

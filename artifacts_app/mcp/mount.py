@@ -3,6 +3,8 @@
 The path, the Host, the agent and the bearer credentials are settled here, the way REST settles
 them (``access``: the same ``Caller``), before the SDK sees the request: an unknown agent answers
 the 404 envelope, no credentials 401, another agent's key 403 — all in API.md's error envelope.
+A bearer credential that does not authenticate is counted against the client's address
+(``throttle``), as in REST: past the limit, 429 ``too_many_attempts`` with ``Retry-After``.
 What passes carries the resolved ``Call`` in the ASGI scope (the handlers read it from
 ``ctx.request.scope``) and an SDK ``AuthenticatedUser`` naming the credential, so the SDK binds each
 MCP session to the key or token that opened it (another credential gets 404 for that session).
@@ -30,8 +32,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from artifacts_app import access, selectors
-from artifacts_app.errors import ArtifactError, UnauthenticatedError
+from artifacts_app import access, selectors, throttle
+from artifacts_app.errors import ArtifactError, TooManyAttemptsError, UnauthenticatedError
 from artifacts_app.mcp.call import CALL, Call
 from artifacts_app.mcp.server import build_server
 from artifacts_app.models import Agent
@@ -110,12 +112,14 @@ def _query(scope: dict[str, Any], name: str) -> str | None:
     return values[-1] if values else None
 
 
-def resolve(slug: str, authorization: bytes | None) -> tuple[Agent, access.Caller]:
-    """The agent and the caller, or an ``ArtifactError`` (404, 401, 403) as REST would answer."""
+def resolve(slug: str, authorization: bytes | None, address: str) -> tuple[Agent, access.Caller]:
+    """The agent and the caller, or an ``ArtifactError`` (404, 401, 403, 429) as REST would
+    answer; ``address`` is the client's, for a credential that fails (``throttle``)."""
     agent = selectors.agent_get(slug)  # unknown agent: 404 for everyone, as in REST
     caller = access.caller_from_authorization(authorization)
     if caller is None:
         if authorization and access.bearer_token(authorization) is not None:
+            throttle.failure(address)  # past the limit: TooManyAttemptsError, 429
             raise UnauthenticatedError("invalid_token", access.INVALID_TOKEN_MESSAGE)
         caller = access.ANONYMOUS_CALLER
     access.artifact_visibility(caller, agent)  # 401 without credentials, 403 for another agent
@@ -134,13 +138,15 @@ async def serve(slug: str, scope: dict[str, Any], receive: Any, send: Any) -> No
         return
     try:
         agent, caller = await database_sync_to_async(resolve)(
-            slug, _header(scope, b"authorization")
+            slug, _header(scope, b"authorization"), throttle.scope_address(scope)
         )
     except ArtifactError as error:
-        extra = [(b"www-authenticate", b'Bearer realm="agent-artifacts"')]
-        await envelope(
-            send, error.status, error.code, error.message, extra if error.status == 401 else []
-        )
+        extra = []
+        if error.status == 401:
+            extra = [(b"www-authenticate", b'Bearer realm="agent-artifacts"')]
+        elif isinstance(error, TooManyAttemptsError):
+            extra = [(b"retry-after", str(error.retry_after).encode())]
+        await envelope(send, error.status, error.code, error.message, extra)
         return
     key = caller.key
     assert key is not None  # a bearer caller always has its key

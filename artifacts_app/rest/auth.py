@@ -1,6 +1,8 @@
 """Bearer authentication (agent keys, user tokens) beside Django's session cookie (DESIGN.md §8).
 
 The header is read by ``access.caller_from_authorization``, which the websocket middleware uses too.
+A bearer credential that does not authenticate is counted against the client's address
+(``throttle``): past the limit it answers 429 ``too_many_attempts`` instead of 401.
 """
 
 from __future__ import annotations
@@ -8,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, status
 
+from artifacts_app import throttle
 from artifacts_app.access import (
     ANONYMOUS_CALLER,
     INVALID_TOKEN_MESSAGE,
@@ -18,6 +21,27 @@ from artifacts_app.access import (
     caller_from_authorization,
     caller_from_user,
 )
+from artifacts_app.errors import TooManyAttemptsError
+
+
+class TooManyAttempts(exceptions.APIException):
+    """``TooManyAttemptsError`` for DRF: raised while DRF authenticates, it must be DRF's own."""
+
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+    default_code = "too_many_attempts"
+
+    def __init__(self, error: TooManyAttemptsError) -> None:
+        super().__init__(error.message, error.code)
+        self.wait = error.retry_after  # the exception handler's Retry-After
+
+
+def refuse_credentials(request: Any) -> exceptions.APIException:
+    """The refusal of a bearer credential that did not authenticate, counted (``throttle``)."""
+    try:
+        throttle.failure(throttle.request_address(request))
+    except TooManyAttemptsError as error:
+        return TooManyAttempts(error)
+    return exceptions.AuthenticationFailed(INVALID_TOKEN_MESSAGE, code="invalid_token")
 
 
 class BearerAuthentication(authentication.BaseAuthentication):
@@ -27,11 +51,11 @@ class BearerAuthentication(authentication.BaseAuthentication):
         header = request.META.get("HTTP_AUTHORIZATION")
         if bearer_token(header) is None:
             if header and header.strip().lower().startswith("bearer"):
-                raise exceptions.AuthenticationFailed(INVALID_TOKEN_MESSAGE, code="invalid_token")
+                raise refuse_credentials(request)
             return None
         caller = caller_from_authorization(header)
         if caller is None:
-            raise exceptions.AuthenticationFailed(INVALID_TOKEN_MESSAGE, code="invalid_token")
+            raise refuse_credentials(request)
         return (caller.user or AnonymousUser(), caller)
 
     def authenticate_header(self, request: Any) -> str:

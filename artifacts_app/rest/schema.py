@@ -45,6 +45,8 @@ CODES: dict[str, int] = {
     "forbidden": 403,
     "wrong_agent": 403,
     "csrf_failed": 403,
+    # a bad bearer token past ARTIFACTS_AUTH_FAILURE_LIMIT from its address (artifacts_app.throttle)
+    "too_many_attempts": 429,
     "unknown_agent": 404,
     "unknown_route": 404,
     "method_not_allowed": 405,
@@ -133,6 +135,7 @@ COMMON = (
     "forbidden",
     "wrong_agent",
     "csrf_failed",
+    "too_many_attempts",
     "unknown_agent",
     "unknown_route",
     "method_not_allowed",
@@ -202,6 +205,8 @@ STATUS_TEXT = {
     413: "A size limit was passed (data, body or content); the message says which.",
     415: "Unsupported body media type.",
     416: "The range starts past the end of the content.",
+    429: "Too many failed authentications from this address; retry after `Retry-After` seconds "
+    "(valid credentials are accepted meanwhile).",
     503: "A dependency failed (database or blob storage), or the server is receiving as many "
     "request bodies as it takes at once (`busy`); retry after `Retry-After` seconds.",
     507: "The blob storage is full; nothing was stored.",

@@ -28,6 +28,17 @@ import pytest
 
 from tests.servers import HOST, free_port
 
+# /healthz tells each dependency's state only to staff or this token (ARTIFACTS_HEALTH_TOKEN): set
+# for every test here, in the settings and in the environment that the servers they start inherit.
+HEALTH_TOKEN = "faults-health-token-0123456789abcdef"
+HEALTH = {"Authorization": f"Bearer {HEALTH_TOKEN}"}
+
+
+@pytest.fixture(autouse=True)
+def _health_token(settings, monkeypatch):
+    settings.ARTIFACTS_HEALTH_TOKEN = HEALTH_TOKEN
+    monkeypatch.setenv("ARTIFACTS_HEALTH_TOKEN", HEALTH_TOKEN)
+
 
 @pytest.fixture
 def silent_port() -> Iterator[int]:

@@ -19,7 +19,7 @@ import websockets
 from django.db import connection
 
 from artifacts_app import services
-from tests.faults.conftest import fill
+from tests.faults.conftest import HEALTH, fill
 from tests.servers import HOST, ROOT, DaphneServer, wait_for
 
 CONNECT_TIMEOUT = 2  # seconds, DATABASE_CONNECT_TIMEOUT for these servers
@@ -80,7 +80,7 @@ def assert_database_unavailable(server: DaphneServer) -> None:
         page = client.get("/admin/", cookies={"sessionid": "x" * 32})
         assert page.status_code == 503, page.text[:300]
         assert page.headers["content-type"].startswith("text/plain")
-        health = client.get("/healthz")
+        health = client.get("/healthz", headers=HEALTH)
         assert health.status_code == 503
         checks = health.json()["checks"]
         assert checks["database"]["status"] == "unavailable"

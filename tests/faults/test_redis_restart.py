@@ -21,6 +21,7 @@ import websockets
 
 from artifacts_app import services
 from tests.consumers import live
+from tests.faults.conftest import HEALTH
 from tests.servers import ROOT, DaphneServer
 
 BURST = 15  # tags per phase: Redis up, Redis gone, Redis restarted
@@ -118,7 +119,7 @@ async def _burst_across_a_restart(tagger, other, own_redis, auth) -> None:
         await tag_burst()  # 16..30: tags still answer; the other process reads them stored
         await all_reached(2 * BURST)
         async with httpx.AsyncClient(base_url=other.base_url, timeout=60) as probe:
-            health = await probe.get("/healthz")
+            health = await probe.get("/healthz", headers=HEALTH)
         assert health.status_code == 200, health.text  # HTTP is served: degraded, not down
         assert health.json()["status"] == "degraded"
         assert health.json()["checks"]["channelLayer"]["status"] == "unavailable"

@@ -13,7 +13,7 @@ import pytest
 from artifacts_app import services
 from artifacts_app.models import Artifact
 from tests.consumers import live
-from tests.faults.conftest import fill
+from tests.faults.conftest import HEALTH, fill
 from tests.servers import ROOT, DaphneServer
 
 
@@ -51,7 +51,7 @@ def test_a_full_data_disk_answers_507_through_daphne(small_disk):
             assert put.status_code == 507, put.text[:300]
             assert put.json()["error"]["code"] == "storage_full"
 
-            health = client.get("/healthz")
+            health = client.get("/healthz", headers=HEALTH)
             assert health.status_code == 503
             assert health.json()["checks"]["storage"]["status"] == "full"
             assert client.get("/spool/v1/artifacts").status_code == 200

@@ -13,7 +13,7 @@ from django.test import Client
 from artifacts_app import services
 from artifacts_app.blobs import blob_read
 from artifacts_app.models import Artifact
-from tests.faults.conftest import fill
+from tests.faults.conftest import HEALTH_TOKEN, fill
 
 LOCAL = "django.core.files.storage.FileSystemStorage"
 
@@ -106,7 +106,7 @@ def test_a_full_disk_refuses_every_blob_write_path_with_507(settings, small_disk
     )
     assert plain.status_code == 201
 
-    health = Client().get("/healthz")
+    health = Client().get("/healthz", HTTP_AUTHORIZATION=f"Bearer {HEALTH_TOKEN}")
     assert health.status_code == 503
     body = health.json()
     assert body["status"] == "unavailable"
@@ -126,7 +126,7 @@ def test_a_read_only_storage_answers_503_storage_unavailable(settings, readonly_
     assert Artifact.objects.count() == 0
     assert agent_client.get("/reviewer/v1/artifacts").status_code == 200
 
-    health = Client().get("/healthz")
+    health = Client().get("/healthz", HTTP_AUTHORIZATION=f"Bearer {HEALTH_TOKEN}")
     assert health.status_code == 503
     storage = health.json()["checks"]["storage"]
     assert storage["status"] == "unavailable" and storage["error"] in {"EROFS", "EACCES"}
@@ -134,7 +134,7 @@ def test_a_read_only_storage_answers_503_storage_unavailable(settings, readonly_
 
 def test_healthz_answers_each_dependency_ok(settings, tmp_path, db):
     use_local_storage(settings, tmp_path)
-    response = Client().get("/healthz")
+    response = Client().get("/healthz", HTTP_AUTHORIZATION=f"Bearer {HEALTH_TOKEN}")
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "ok"
@@ -189,7 +189,7 @@ def test_an_unreachable_s3_answers_503_for_writes_and_reads(
     read = agent_client.get(f"/reviewer/v1/artifacts/{stored['id']}/content")
     assert_envelope(read, 503, "storage_unavailable")
     assert leftovers(tmp_path) == []
-    health = Client().get("/healthz")
+    health = Client().get("/healthz", HTTP_AUTHORIZATION=f"Bearer {HEALTH_TOKEN}")
     assert health.status_code == 503
     assert health.json()["checks"]["storage"]["status"] == "unavailable"
 

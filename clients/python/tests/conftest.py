@@ -14,6 +14,8 @@ import json
 import os
 import select
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +38,9 @@ class Served:
     staff_token: str  # a staff user, "stan"
 
 
-@pytest.fixture(scope="session")
-def served():
+@contextmanager
+def kit_server(env: dict[str, str] | None = None) -> Iterator[Served]:
+    """A kit server (``env``: variables on top of this process's), stopped on exit."""
     if not Path(PYTHON).exists():
         pytest.fail(
             f"These tests need the server: no interpreter at {PYTHON}. Run the server's bin/test once "
@@ -46,6 +49,7 @@ def served():
     process = subprocess.Popen(
         [PYTHON, "-m", "tests.kit_server"],
         cwd=ROOT,
+        env={**os.environ, **(env or {})},
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -78,3 +82,9 @@ def served():
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def served():
+    with kit_server() as server:
+        yield server

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 from agent_artifacts_client import AsyncArtifactsClient, StreamRefused, subscribe
-from conftest import Served
+from conftest import Served, kit_server
 from proxies import CuttingProxy
 
 
@@ -107,3 +107,20 @@ async def test_refusals_are_final_with_the_close_code(served: Served, who, path,
     with pytest.raises(StreamRefused) as refused:
         await asyncio.wait_for(subscribe(f"{served.ws}/{path}", token).__anext__(), 15)
     assert refused.value.code == code
+
+
+async def test_past_the_failed_authentication_limit_a_stream_is_refused_with_4408():
+    # A server of its own that allows one failure per address: the shared one keeps its count.
+    with kit_server({"ARTIFACTS_AUTH_FAILURE_LIMIT": "1"}) as strict:
+        url = f"{strict.ws}/reviewer/v1/events"
+        with pytest.raises(StreamRefused) as first:
+            await asyncio.wait_for(subscribe(url, "aak_nope_nope").__anext__(), 15)
+        assert first.value.code == 4401
+        with pytest.raises(StreamRefused) as limited:  # final: not retried
+            await asyncio.wait_for(subscribe(url, "aak_nope_nope").__anext__(), 15)
+        assert limited.value.code == 4408
+        # A good key from the same address goes on: the stream stays open (nothing to send yet).
+        stream = subscribe(url, strict.key)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(stream.__anext__(), 0.5)
+        await stream.aclose()

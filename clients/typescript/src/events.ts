@@ -2,8 +2,17 @@ import WebSocket from "ws";
 import { ArtifactsError } from "./errors.js";
 import type { ArtifactEvent } from "./records.js";
 
-/** Close codes after which reconnecting cannot help: bad `after`, bad credentials, not allowed, no such stream. */
-const FINAL: Record<number, string> = { 4400: "bad_request", 4401: "unauthorized", 4403: "forbidden", 4404: "not_found" };
+/**
+ * Close codes after which reconnecting cannot help: bad `after`, bad credentials, not allowed, no
+ * such stream, too many failed authentications from this address (retrying would only extend it).
+ */
+const FINAL: Record<number, string> = {
+  4400: "bad_request",
+  4401: "unauthorized",
+  4403: "forbidden",
+  4404: "not_found",
+  4408: "too_many_attempts",
+};
 /** The server closed with this because we read too slowly: reconnect at once. */
 const LAGGING = 4429;
 /** Unread messages held before the socket is paused (the server then sees a slow reader). */
@@ -29,7 +38,7 @@ function withAfter(url: string, after: number | undefined): string {
  * An event stream (`ws://host/<slug>/v1/events` or `…/sessions/<id>/events`) as an async iterator
  * that never ends by itself: it remembers the last `seq` it yielded, and when the connection drops
  * (network, server restart, 4429 for reading too slowly) it reconnects with `?after=<that seq>`, so
- * nothing is missed or repeated. A refusal (4400, 4401, 4403, 4404) throws `ArtifactsError` with
+ * nothing is missed or repeated. A refusal (4400, 4401, 4403, 4404, 4408) throws `ArtifactsError` with
  * the close code as `status`. `break` out of the loop, or abort `signal` (which also ends a
  * `next()` that is waiting for an event), to close it.
  *

@@ -380,6 +380,27 @@ describe("subscribe", () => {
     assert.equal(forbidden.status, 4403);
     assert.equal(forbidden.code, "forbidden");
   });
+
+  test("past the server's limit of failed authentications a stream is refused with 4408, not retried", async () => {
+    // A server of its own that allows one failure per address: the shared one must keep its count.
+    const strict = await startServer({ ARTIFACTS_AUTH_FAILURE_LIMIT: "1" });
+    try {
+      const url = `${strict.ws}/reviewer/v1/events`;
+      assert.equal((await refusal(subscribe(url, "aak_nope_nope").next())).status, 4401);
+      const limited = await refusal(subscribe(url, "aak_nope_nope").next());
+      assert.equal(limited.status, 4408);
+      assert.equal(limited.code, "too_many_attempts");
+      // A good key from the same address goes on: the stream stays open (no events to send).
+      const controller = new AbortController();
+      const first = subscribe(url, strict.keys.reviewer, { signal: controller.signal }).next();
+      const open = new Promise((done) => setTimeout(() => done("open"), 500));
+      assert.equal(await Promise.race([first.then(() => "ended"), open]), "open");
+      controller.abort();
+      assert.deepEqual(await first, { value: undefined, done: true });
+    } finally {
+      await strict.stop();
+    }
+  });
 });
 
 describe("captureTurn", () => {

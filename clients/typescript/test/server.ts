@@ -25,14 +25,19 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const ROOT = process.env.ARTIFACTS_SERVER_ROOT ?? resolve(here, "..", "..", "..", "..");
 const PYTHON = process.env.ARTIFACTS_SERVER_PYTHON ?? join(ROOT, ".venv", "bin", "python");
 
-export async function startServer(): Promise<Served> {
+/** `env`: variables for this server on top of this process's (a limit a test needs lower). */
+export async function startServer(env: Record<string, string> = {}): Promise<Served> {
   if (!existsSync(PYTHON)) {
     throw new Error(
       `These tests need the server: no interpreter at ${PYTHON}. Run the server's bin/test once ` +
         "(it makes .venv), or set ARTIFACTS_SERVER_PYTHON and ARTIFACTS_SERVER_ROOT.",
     );
   }
-  const child = spawn(PYTHON, ["-m", "tests.kit_server"], { cwd: ROOT, stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(PYTHON, ["-m", "tests.kit_server"], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
   const lines = createInterface({ input: child.stdout! });
   const first = await Promise.race([

@@ -7,7 +7,8 @@ Each item is a message dict (API.md "Events"): ``artifact.tagged``, ``artifact.d
 ``replay.truncated`` when the asked ``after`` is older than the stored events. The iterator keeps the
 last ``seq`` it yielded; when the connection drops or cannot be made (network, server restart, a 5xx
 at the handshake, or 4429 because this client read too slowly) it reconnects with ``?after=<that seq>``, so nothing is missed or repeated.
-Refusals (4400, 4401, 4403, 4404) are final: ``StreamRefused`` with the code and the reason.
+Refusals (4400, 4401, 4403, 4404, and 4408: too many failed authentications from this address) are
+final: ``StreamRefused`` with the code and the reason.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ except ImportError:  # pragma: no cover - websockets 12
     _HEADERS = "extra_headers"
 from websockets.exceptions import ConnectionClosed, InvalidMessage, InvalidStatus
 
-FINAL = {4400, 4401, 4403, 4404}
+# 4408 comes only with bad credentials past the server's limit: retrying would only extend it.
+FINAL = {4400, 4401, 4403, 4404, 4408}
 
 
 class StreamRefused(Exception):
