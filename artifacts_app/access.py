@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Q
@@ -292,7 +293,7 @@ class Grant:
     cookie: str | None = None  # the Django session key behind a cookie-authenticated caller
     events: bool = True
 
-    @property
+    @cached_property
     def credentials(self) -> selectors.Credentials:
         caller = self.caller
         user = caller.user
@@ -329,6 +330,8 @@ def _caller_now(caller: Caller, cookie: str | None, state: selectors.Credentials
     found = state.users.get(caller.user.pk)
     if found is None or (cookie is not None and cookie not in state.cookies):
         return ANONYMOUS_CALLER
+    if found == (caller.user.is_active, caller.user.is_staff):
+        return caller  # the common case: nothing changed, nothing to build
     user = copy.copy(caller.user)
     user.is_active, user.is_staff = found
     now = caller_from_user(user)  # the staff rule, asked of the user as it is now
@@ -341,7 +344,7 @@ def grant_recheck(grant: Grant, state: selectors.CredentialsState) -> ArtifactEr
     of the caller as it is now."""
     caller = _caller_now(grant.caller, grant.cookie, state)
     if not caller.is_authenticated:
-        return UnauthenticatedError("credentials_revoked", REVOKED_MESSAGE)
+        return UnauthenticatedError("invalid_token", REVOKED_MESSAGE)
     try:
         if grant.events:
             owner = (
@@ -354,7 +357,7 @@ def grant_recheck(grant: Grant, state: selectors.CredentialsState) -> ArtifactEr
             artifact_visibility(caller, grant.agent)
             if caller.kind != grant.caller.kind:  # what it was shown was chosen by its kind
                 raise ForbiddenError(
-                    "access_changed", "This caller's access changed; reconnect to see what it may."
+                    "forbidden", "This caller's access changed; reconnect to see what it may."
                 )
     except ArtifactError as error:
         return error

@@ -42,13 +42,21 @@ def interval() -> float:
 
 
 async def look(hub: Hub) -> None:
-    """Ask once about every guarded stream of ``hub`` and hand each the answer."""
+    """Ask once about every guarded stream of ``hub`` and hand each the answer.
+
+    A stream's verdict depends only on its grant and the state, so when the same credentials were
+    asked about and the state is the same as at the last look, nothing can have changed for any
+    stream (a stream opened since was let in by the same rule): the streams are not asked."""
     streams = list(hub.guarded)
     if not streams:
         return
+    wanted = frozenset(stream.credentials for stream in streams)
     state = await database_sync_to_async(selectors.credentials_state, thread_sensitive=False)(
-        [stream.credentials for stream in streams]
+        wanted
     )
+    if hub.guard_seen == (wanted, state):
+        return
+    hub.guard_seen = (wanted, state)
     for stream in streams:
         if stream in hub.guarded:  # still open after the query's await
             try:

@@ -62,6 +62,7 @@ class Hub:
         # The open streams whose credentials are asked about again (``guard``), and that watch.
         self.guarded: set[Any] = set()
         self.guard_task: asyncio.Task | None = None
+        self.guard_seen: tuple[Any, Any] | None = None  # (credentials asked, their state) last time
 
     async def close(self, timeout: float = 5.0) -> bool:
         """Stop the reader and the watcher, close the layer's pools, leave the registry. Bounded by

@@ -214,7 +214,7 @@ async def serve_guarded(
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         else:
             body = orjson.dumps(
-                {"error": {"code": "credentials_revoked", "message": access.REVOKED_MESSAGE}}
+                {"error": {"code": "invalid_token", "message": access.REVOKED_MESSAGE}}
             )
             await send(
                 {
