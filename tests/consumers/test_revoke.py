@@ -23,6 +23,7 @@ from websockets.asyncio.client import connect as connect_ws
 from websockets.exceptions import ConnectionClosed
 
 from artifacts_app import fanout, selectors, services
+from artifacts_app.fanout import guard
 from artifacts_app.models import Agent, ApiKey, Session
 from tests.consumers import live
 from tests.consumers.conftest import Communicator, connect, receive_all, tag
@@ -306,3 +307,31 @@ def test_credentials_state_is_one_statement_whatever_the_streams(
     assert state.sessions == {(agent.pk, "s:alice"): alice.pk}
     with django_assert_num_queries(0):
         assert selectors.credentials_state([]).keys == frozenset()
+
+
+class Counted:
+    """A guarded stream that counts how often it is asked (the hub's side of the contract)."""
+
+    def __init__(self, credentials: selectors.Credentials) -> None:
+        self.credentials = credentials
+        self.asked: list[selectors.CredentialsState] = []
+
+    def recheck(self, state: selectors.CredentialsState) -> None:
+        self.asked.append(state)
+
+
+async def test_a_look_with_the_last_looks_answer_asks_no_stream(keys, settings):
+    settings.ARTIFACTS_STREAM_RECHECK = 3600  # the looks are made here, not by the task
+    key = await database_sync_to_async(ApiKey.objects.get)(agent__slug="watched")
+    stream = Counted(selectors.Credentials(key_id=key.pk))
+    hub = fanout.hub()
+    hub.guard(stream)
+    try:
+        await guard.look(hub)
+        await guard.look(hub)  # nothing changed: the same answer, nobody asked
+        assert [key.pk in state.keys for state in stream.asked] == [True]
+        await run(services.token_revoke, token=keys["agent_key"])
+        await guard.look(hub)
+        assert [key.pk in state.keys for state in stream.asked] == [True, False]
+    finally:
+        hub.unguard(stream)
