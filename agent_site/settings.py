@@ -430,6 +430,9 @@ ARTIFACTS_WS_LAYER_WATCH = env_int("ARTIFACTS_WS_LAYER_WATCH_MS", 2000, minimum=
 # Seconds /healthz waits for each dependency's answer before it reports it unavailable.
 ARTIFACTS_HEALTH_TIMEOUT = env_int("ARTIFACTS_HEALTH_TIMEOUT_MS", 3000, minimum=50) / 1000
 ARTIFACTS_WS_PUBLISH_BACKLOG = 10_000  # layer sends waiting in one process before drops (logged)
+# Seconds between each process's looks at the credentials of its open streams (websockets, MCP):
+# a revoked token, a deactivated user or a lost session closes them within this and one query.
+ARTIFACTS_STREAM_RECHECK = env_int("ARTIFACTS_STREAM_RECHECK_MS", 500, minimum=50) / 1000
 
 ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
 

@@ -18,13 +18,20 @@ A key of agent A used on agent B is 403.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Q
 
 from artifacts_app import selectors
-from artifacts_app.errors import ForbiddenError, NotFoundError, UnauthenticatedError
+from artifacts_app.errors import (
+    ArtifactError,
+    ForbiddenError,
+    NotFoundError,
+    UnauthenticatedError,
+)
 from artifacts_app.models import Agent, ApiKey
 from artifacts_app.selectors import Stream
 
@@ -233,6 +240,9 @@ def can_watch_session(caller: Caller, agent: Agent, owner_id: int | None) -> Non
         raise ForbiddenError("forbidden", "This session belongs to someone else.")
 
 
+_NO_SESSION = object()  # a session stream's session that does not exist
+
+
 def stream_open(caller: Caller, slug: str, session_sid: str | None) -> Stream:
     """Resolve and authorise a websocket stream. Unknown agent or session → ``NotFoundError``;
     a user learns nothing about sessions it does not own: those look forbidden whether or not
@@ -243,19 +253,115 @@ def stream_open(caller: Caller, slug: str, session_sid: str | None) -> Stream:
             "Send `Authorization: Bearer <agent key or user token>`, or log in.",
         )
     agent = selectors.agent_get(slug)
+    owner: Any = None
+    if session_sid is not None:
+        session = selectors.session_owner(agent.pk, session_sid)
+        owner = _NO_SESSION if session is None else session.owner_id
+    return _stream_rule(caller, agent, session_sid, owner)
+
+
+def _stream_rule(caller: Caller, agent: Agent, session_sid: str | None, owner: Any) -> Stream:
+    """``stream_open``'s rule on what was looked up: ``owner`` is the session's owner id (None: it
+    has none), or ``_NO_SESSION`` — a session stream of a session that does not exist."""
     if session_sid is None:
         can_watch_agent(caller, agent)
         return Stream(agent.pk, agent.slug, None)
-    session = selectors.session_owner(agent.pk, session_sid)
-    if session is None:
+    if owner is _NO_SESSION:
         if caller.kind in (AGENT, STAFF):
             can_watch_agent(caller, agent)  # a wrong agent's key is still 403
             raise NotFoundError(
-                "unknown_session", f"Session {session_sid!r} does not exist for agent {slug!r}."
+                "unknown_session",
+                f"Session {session_sid!r} does not exist for agent {agent.slug!r}.",
             )
         raise ForbiddenError("forbidden", "This session belongs to someone else.")
-    can_watch_session(caller, agent, session.owner_id)
+    can_watch_session(caller, agent, owner)
     return Stream(agent.pk, agent.slug, session_sid)
+
+
+# --- open streams, asked again (API.md "Limits": revocation reaches open streams) -------------
+
+
+@dataclass(frozen=True)
+class Grant:
+    """What an open stream was let in with, asked again while it stays open (``grant_recheck``):
+    a websocket's event stream (``stream_open``'s rule) or an MCP stream (``events=False``: what
+    the caller may read, ``artifact_visibility``'s rule, and as the same kind of caller)."""
+
+    caller: Caller
+    agent: Agent
+    session_sid: str | None = None  # an event stream of one session
+    cookie: str | None = None  # the Django session key behind a cookie-authenticated caller
+    events: bool = True
+
+    @cached_property
+    def credentials(self) -> selectors.Credentials:
+        caller = self.caller
+        user = caller.user
+        watched = (self.agent.pk, self.session_sid) if self.events and self.session_sid else None
+        return selectors.Credentials(
+            key_id=caller.key.pk if caller.key is not None else None,
+            user_id=user.pk if user is not None else None,
+            cookie=self.cookie,
+            session=watched,
+        )
+
+
+def stream_grant(caller: Caller, stream: Stream, cookie: str | None = None) -> Grant:
+    """The grant of an event stream that ``stream_open`` let in."""
+    agent = Agent(pk=stream.agent_id, slug=stream.slug)
+    return Grant(caller=caller, agent=agent, session_sid=stream.session_sid, cookie=cookie)
+
+
+REVOKED_MESSAGE = (
+    "The credentials of this stream were revoked, or their user deactivated or logged out; "
+    "reconnect with valid ones."
+)
+
+
+def _caller_now(caller: Caller, cookie: str | None, state: selectors.CredentialsState) -> Caller:
+    """The caller as the credentials' state now makes it (anonymous once they no longer count)."""
+    if caller.key is not None:
+        if caller.key.pk not in state.keys:
+            return ANONYMOUS_CALLER
+        if caller.kind == AGENT:
+            return caller
+    if caller.user is None:
+        return ANONYMOUS_CALLER
+    found = state.users.get(caller.user.pk)
+    if found is None or (cookie is not None and cookie not in state.cookies):
+        return ANONYMOUS_CALLER
+    if found == (caller.user.is_active, caller.user.is_staff):
+        return caller  # the common case: nothing changed, nothing to build
+    user = copy.copy(caller.user)
+    user.is_active, user.is_staff = found
+    now = caller_from_user(user)  # the staff rule, asked of the user as it is now
+    return replace(now, key=caller.key) if now.is_authenticated else now
+
+
+def grant_recheck(grant: Grant, state: selectors.CredentialsState) -> ArtifactError | None:
+    """Why the stream of ``grant`` may no longer stay open, given the credentials' ``state``
+    (``selectors.credentials_state``), or None while it may: the rule that let it in, asked again
+    of the caller as it is now."""
+    caller = _caller_now(grant.caller, grant.cookie, state)
+    if not caller.is_authenticated:
+        return UnauthenticatedError("invalid_token", REVOKED_MESSAGE)
+    try:
+        if grant.events:
+            owner = (
+                state.sessions.get((grant.agent.pk, grant.session_sid), _NO_SESSION)
+                if grant.session_sid is not None
+                else None
+            )
+            _stream_rule(caller, grant.agent, grant.session_sid, owner)
+        else:
+            artifact_visibility(caller, grant.agent)
+            if caller.kind != grant.caller.kind:  # what it was shown was chosen by its kind
+                raise ForbiddenError(
+                    "forbidden", "This caller's access changed; reconnect to see what it may."
+                )
+    except ArtifactError as error:
+        return error
+    return None
 
 
 # --- secrets (API.md "Authentication": is_staff alone never mints or revokes them) ------------

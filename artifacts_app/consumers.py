@@ -3,8 +3,11 @@ process's fan-out, replay stored events, then forward live ones.
 
 Close codes (the reason says what to do):
   4400  bad ``after`` (not a non-negative integer)
-  4401  no credentials, or unknown / revoked ones
-  4403  not allowed (another user's session, another agent's key, a refused ``Origin``)
+  4401  no credentials, or unknown / revoked ones — also on an open stream whose key or token is
+        revoked, whose user is deactivated or deleted, or whose browser session logged out
+  4403  not allowed (another user's session, another agent's key, a refused ``Origin``) — also
+        on an open stream whose caller lost access (the session changed owner or was deleted,
+        staff lost ``is_staff``); open streams are asked again by the hub (``fanout.guard``)
   4404  unknown agent or session
   4429  this client fell behind (its buffer of ``ARTIFACTS_WS_BUFFER`` unsent events filled):
         reconnect with ``?after=<last seq received>``; replay makes it whole.
@@ -72,6 +75,14 @@ def _reason(text: str) -> str:
     return text.encode("utf-8")[:123].decode("utf-8", "ignore")  # a close frame's limit
 
 
+def _cookie(scope: dict[str, Any]) -> str | None:
+    """The Django session key behind a cookie-authenticated caller (None for a bearer token)."""
+    caller = scope.get(CALLER)
+    if caller is None or caller.key is not None:
+        return None
+    return getattr(scope.get("session"), "session_key", None)
+
+
 def parse_after(scope: dict[str, Any]) -> int | None:
     values = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("after")
     if not values:
@@ -122,6 +133,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
             return
         self.stream = stream
         self.session_sid = stream.session_sid
+        self.grant = access.stream_grant(self.scope.get(CALLER), stream, _cookie(self.scope))
         self.buffer: asyncio.Queue[tuple[int, str]] = asyncio.Queue(
             maxsize=getattr(settings, "ARTIFACTS_WS_BUFFER", 1000)
         )
@@ -136,7 +148,26 @@ class EventsConsumer(AsyncWebsocketConsumer):
             await self.refuse(UNAVAILABLE, UNAVAILABLE_REASON)
             return
         await self.accept()
+        # Asked again while open: a revocation anywhere closes the socket (4401/4403).
+        fanout.hub().guard(self)
         self.writer = asyncio.get_running_loop().create_task(self._write(after))
+
+    @property
+    def credentials(self) -> selectors.Credentials:
+        return self.grant.credentials
+
+    def recheck(self, state: selectors.CredentialsState) -> None:
+        """Called by the hub's credentials watch; must not block."""
+        error = access.grant_recheck(self.grant, state)
+        if error is None or self.lagging:
+            return
+        self.lagging = True  # nothing more is buffered or sent
+        self._leave()
+        if self.writer is not None:
+            self.writer.cancel()
+        asyncio.get_running_loop().create_task(
+            self.close(code=close_code(error), reason=_reason(error.message))
+        )
 
     def offer(self, seq: int, text: str) -> None:
         """Called by the hub; must not block. A full buffer means the client is not reading."""
@@ -207,7 +238,9 @@ class EventsConsumer(AsyncWebsocketConsumer):
 
     def _leave(self) -> None:
         if self.stream is not None:
-            fanout.hub().leave(self.stream.agent_id, self)
+            hub = fanout.hub()
+            hub.unguard(self)
+            hub.leave(self.stream.agent_id, self)
 
     async def disconnect(self, code: int) -> None:
         self._leave()

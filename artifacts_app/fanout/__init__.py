@@ -22,13 +22,19 @@ it nothing goes to the layer at all. The hubs read stored events through ``selec
 A socket is a ``Subscriber``: ``offer`` must not block (it puts into the socket's bounded buffer, and
 a socket whose buffer is full is dropped by its consumer, not waited for).
 
+A stream may also be *guarded* (``Hub.guard``): the hub asks the database again, every
+``ARTIFACTS_STREAM_RECHECK_MS``, about the credentials of its guarded streams, in one statement, and
+each one ends itself if they no longer hold (a revoked key, a deactivated user, a lost session).
+
 Modules: ``hub`` (the ``Hub``, the registry of hubs, ``deliver_local``, ``close_hub``), ``resync``
-(the watch of the layer's servers: catch-up while away, re-added groups when back) and ``publisher`` (the publisher thread, the agents' groups, the layer message type). This package
-re-exports their public names.
+(the watch of the layer's servers: catch-up while away, re-added groups when back), ``guard`` (the
+credentials watch) and ``publisher`` (the publisher thread, the agents' groups, the layer message
+type). This package re-exports their public names.
 """
 
 from __future__ import annotations
 
+from artifacts_app.fanout.guard import Guarded
 from artifacts_app.fanout.hub import (
     Hub,
     Subscriber,
@@ -50,6 +56,7 @@ from artifacts_app.fanout.resync import CATCH_UP_LIMIT
 __all__ = [
     "BATCH",
     "CATCH_UP_LIMIT",
+    "Guarded",
     "Hub",
     "Subscriber",
     "close_hub",

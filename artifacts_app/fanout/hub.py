@@ -17,7 +17,8 @@ from django.conf import settings
 
 from artifacts_app import layer as layer_servers
 from artifacts_app import selectors
-from artifacts_app.fanout import resync
+from artifacts_app.fanout import guard, resync
+from artifacts_app.fanout.guard import Guarded
 from artifacts_app.fanout.publisher import agent_group, new_layer, origin, remote_enabled
 
 log = logging.getLogger(__name__)
@@ -58,6 +59,10 @@ class Hub:
         self.layer_ids: tuple[str, ...] | None = None
         self.layer_away = False
         self.closing = False  # set by ``close``: the reader and the watcher stop retrying
+        # The open streams whose credentials are asked about again (``guard``), and that watch.
+        self.guarded: set[Any] = set()
+        self.guard_task: asyncio.Task | None = None
+        self.guard_seen: tuple[Any, Any] | None = None  # (credentials asked, their state) last time
 
     async def close(self, timeout: float = 5.0) -> bool:
         """Stop the reader and the watcher, close the layer's pools, leave the registry. Bounded by
@@ -78,7 +83,8 @@ class Hub:
         self.feeds.clear()
         deadline = self.loop.time() + timeout
         stopped = True
-        for task in (self.reader, self.receiving, self.watcher):
+        self.guarded.clear()
+        for task in (self.reader, self.receiving, self.watcher, self.guard_task):
             stopped = await _stop(task, deadline) and stopped
         if not stopped:
             log.warning("the fan-out's layer tasks did not stop within %.1f s", timeout)
@@ -133,6 +139,20 @@ class Hub:
             feed.gap_timer.cancel()
         if self.remote and self.channel is not None:
             self.loop.create_task(self._group_discard(feed.agent_id))
+
+    # --- credentials (``guard``) ---------------------------------------------------------------
+
+    def guard(self, stream: Guarded) -> None:
+        """Ask about ``stream``'s credentials again while it is open (it ends itself if they no
+        longer hold); ``unguard`` when it closes."""
+        self.guarded.add(stream)
+        if self.guard_task is None and not self.closing:
+            self.guard_task = self.loop.create_task(
+                guard.guard_forever(self), context=_BLANK.copy()
+            )
+
+    def unguard(self, stream: Guarded) -> None:
+        self.guarded.discard(stream)
 
     # --- events in -----------------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from artifacts_app import access, selectors, throttle
 from artifacts_app.errors import ArtifactError, TooManyAttemptsError, UnauthenticatedError
 from artifacts_app.mcp.call import CALL, Call
 from artifacts_app.mcp.server import build_server
+from artifacts_app.mcp.watch import serve_guarded
 from artifacts_app.models import Agent
 from artifacts_app.names import RESERVED_SLUGS
 
@@ -160,7 +161,8 @@ async def serve(slug: str, scope: dict[str, Any], receive: Any, send: Any) -> No
     token = AccessToken(token="", client_id=f"{agent.pk}/{key.pk}", scopes=[])
     scope = {**scope, CALL: call, "user": AuthenticatedUser(token)}
     manager = await session_manager(scope)
-    await manager.handle_request(scope, receive, send)
+    grant = access.Grant(caller=caller, agent=agent, events=False)
+    await serve_guarded(grant, manager.handle_request, scope, receive, send)
 
 
 # --- the session managers of an event loop, started on first use ------------------------------

@@ -10,6 +10,9 @@ Notifications, in both eras the SDK speaks:
   session's standalone GET stream as ``notifications/resources/updated`` and ``…/list_changed``.
 - 2026-07-28 (no session): ``subscriptions/listen`` is a request whose answer is the stream; its
   filter names the URIs and whether list changes are wanted.
+Either stream ends when its credentials no longer hold (a revoked token, a deactivated user): the
+watch is guarded by the hub's credentials watch (``fanout.guard``); ``listen`` then answers an
+error, and the 2025 GET stream is finished by ``watch.serve_guarded`` at the door.
 """
 
 from __future__ import annotations
@@ -253,6 +256,10 @@ async def listen(
         )
         while True:
             listed, updated = await watch.signals()
+            if watch.revoked is not None:
+                # Credentials that no longer hold end the stream: its answer is this error.
+                error = watch.revoked
+                raise MCPError(types.INVALID_REQUEST, error.message, error.as_envelope()["error"])
             for uri in updated:
                 await ctx.session.send_notification(
                     event_to_notification(ResourceUpdated(uri=uri), meta),

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 import orjson
 from channels.db import database_sync_to_async
 
 from artifacts_app import access, fanout, selectors
+from artifacts_app.errors import ArtifactError
 from artifacts_app.mcp.reads import record_uri
 from artifacts_app.models import Agent
 
@@ -37,6 +39,8 @@ class Watch:
         self.agent_id = agent.pk
         self.slug = agent.slug
         self.caller = caller
+        self.grant = access.Grant(caller=caller, agent=agent, events=False)
+        self.revoked: ArtifactError | None = None  # why the watch was ended, once it was
         self.list_changes = list_changes
         self.subscribed: set[str] = set()  # record ids
         self._events: deque[tuple[str, str | None, str]] = deque()
@@ -48,14 +52,30 @@ class Watch:
     # --- the hub side --------------------------------------------------------------------------
 
     async def join(self) -> None:
-        await fanout.hub().join(self.agent_id, self)
+        hub = fanout.hub()
+        await hub.join(self.agent_id, self)
         self._joined = True
+        hub.guard(self)
 
     def leave(self) -> None:
         if self._joined:
-            fanout.hub().leave(self.agent_id, self)
+            hub = fanout.hub()
+            hub.unguard(self)
+            hub.leave(self.agent_id, self)
             self._joined = False
         self._wake.set()
+
+    @property
+    def credentials(self) -> selectors.Credentials:
+        return self.grant.credentials
+
+    def recheck(self, state: selectors.CredentialsState) -> None:
+        """The hub's credentials watch: credentials that no longer hold end the watch (its
+        ``signals`` answer empty, and ``revoked`` says why)."""
+        error = access.grant_recheck(self.grant, state)
+        if error is not None:
+            self.revoked = error
+            self.leave()
 
     def offer(self, seq: int, text: str) -> None:
         if self._flooded:
@@ -112,3 +132,98 @@ class Watch:
             owned = found is not None and found.owner_id == self.caller.user.pk
             self._owned[sid] = owned  # a session's owner never changes
         return owned
+
+
+# --- the standalone GET stream: ended when its credentials no longer hold ----------------------
+
+
+class _Exchange:
+    """One HTTP exchange guarded by the hub's credentials watch."""
+
+    def __init__(self, grant: access.Grant) -> None:
+        self.grant = grant
+        self.ended = asyncio.Event()
+
+    @property
+    def credentials(self) -> selectors.Credentials:
+        return self.grant.credentials
+
+    def recheck(self, state: selectors.CredentialsState) -> None:
+        if access.grant_recheck(self.grant, state) is not None:
+            self.ended.set()
+
+
+ENDING_GRACE = 1.0  # seconds the SDK has to end a stream as for a client that left
+
+
+async def serve_guarded(
+    grant: access.Grant, handle: Callable[..., Awaitable[None]], scope: Any, receive: Any, send: Any
+) -> None:
+    """Serve one MCP HTTP exchange with ``handle`` (the SDK's session manager). A GET — the
+    session's standalone stream of server → client notifications — is guarded: once its
+    credentials no longer hold, the SDK is told the client left (``http.disconnect``, the ASGI way
+    every server ends a request) and the response is finished, so the client sees its stream end.
+    The session's requests then meet the door (401). Other exchanges are short answers; the 2026
+    wire's ``subscriptions/listen`` is ended by its own ``Watch``."""
+    if scope.get("method") != "GET":
+        await handle(scope, receive, send)
+        return
+    exchange = _Exchange(grant)
+    hub = fanout.hub()
+    hub.guard(exchange)
+    started = finished = False
+
+    async def tracked_send(message: dict[str, Any]) -> None:
+        nonlocal started, finished
+        if message["type"] == "http.response.start":
+            started = True
+        elif message["type"] == "http.response.body" and not message.get("more_body", False):
+            finished = True
+        await send(message)
+
+    async def guarded_receive() -> dict[str, Any]:
+        if exchange.ended.is_set():
+            return {"type": "http.disconnect"}
+        incoming = asyncio.ensure_future(receive())
+        ended = asyncio.ensure_future(exchange.ended.wait())
+        await asyncio.wait({incoming, ended}, return_when=asyncio.FIRST_COMPLETED)
+        ended.cancel()
+        if incoming.done():
+            return incoming.result()
+        incoming.cancel()
+        return {"type": "http.disconnect"}
+
+    task = asyncio.ensure_future(handle(scope, guarded_receive, tracked_send))
+    ended = asyncio.ensure_future(exchange.ended.wait())
+    try:
+        await asyncio.wait({task, ended}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done():
+            await asyncio.wait({task}, timeout=ENDING_GRACE)
+        if not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+        if not task.cancelled():
+            task.result()  # what the SDK raised, raised here
+    finally:
+        ended.cancel()
+        if not task.done():  # this exchange itself was cancelled
+            task.cancel()
+        hub.unguard(exchange)
+    if exchange.ended.is_set() and not finished:
+        if started:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        else:
+            body = orjson.dumps(
+                {"error": {"code": "invalid_token", "message": access.REVOKED_MESSAGE}}
+            )
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})

@@ -11,12 +11,15 @@ events; used as ``selectors.dashboard``). ``visible`` arguments are the access f
 from __future__ import annotations
 
 from artifacts_app.selectors.agents import (
+    Credentials,
+    CredentialsState,
     SessionOwner,
     agent_find,
     agent_get,
     agent_last_seq,
     agent_slugs,
     agents_by_pk,
+    credentials_state,
     session_owner,
     session_pk,
     token_lookup,
@@ -67,6 +70,8 @@ __all__ = [
     "SESSION_FIELDS",
     "Page",
     "Replay",
+    "Credentials",
+    "CredentialsState",
     "SessionOwner",
     "SessionSummary",
     "Stream",
@@ -78,6 +83,7 @@ __all__ = [
     "agent_last_seq",
     "agent_slugs",
     "agents_by_pk",
+    "credentials_state",
     "artifact_get",
     "artifact_values",
     "artifacts_all",

@@ -5,10 +5,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.utils import timezone
 
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent, ApiKey, Session
@@ -91,3 +96,138 @@ def token_lookup(secret: str) -> ApiKey | None:
     # One indexed statement, the key with its agent or user (selectors/_sql.py).
     key: ApiKey | None = _sql.api_key_by_hash(secret_hash(secret))
     return key
+
+
+# --- the credentials of open streams, asked again while they stay open --------------------------
+
+
+class Credentials(NamedTuple):
+    """What one open stream holds: the key or token it was opened with, the user behind it, the
+    browser's Django session (a cookie caller), the session it watches as ``(agent_id, sid)``."""
+
+    key_id: int | None = None
+    user_id: int | None = None
+    cookie: str | None = None
+    session: tuple[int, str] | None = None
+
+
+@dataclass(frozen=True)
+class CredentialsState:
+    """The state now of the credentials asked about (``credentials_state``)."""
+
+    keys: frozenset[int]  # the keys and tokens still active (a revoked or deleted one is absent)
+    users: dict[int, tuple[bool, bool]]  # (is_active, is_staff) of the users that still exist
+    cookies: frozenset[str]  # the Django sessions still alive
+    sessions: dict[tuple[int, str], int | None]  # the owner of each session that still exists
+
+
+PARAMS_PER_STATEMENT = 5000  # below every SQLite's limit on variables
+
+
+def _django_sessions_in_db() -> bool:
+    return settings.SESSION_ENGINE in (
+        "django.contrib.sessions.backends.db",
+        "django.contrib.sessions.backends.cached_db",
+    )
+
+
+def credentials_state(wanted: Iterable[Credentials]) -> CredentialsState:
+    """The state now of every credential in ``wanted``, in ONE statement (a ``UNION ALL`` of four
+    indexed lookups) per ``PARAMS_PER_STATEMENT`` distinct values, whatever the number of streams
+    that share them. With a session engine that keeps no rows (cache, signed cookies), cookies are
+    taken as alive: their users are still asked about."""
+    key_ids: set[int] = set()
+    user_ids: set[int] = set()
+    cookies: set[str] = set()
+    sessions: set[tuple[int, str]] = set()
+    for item in wanted:
+        if item.key_id is not None:
+            key_ids.add(item.key_id)
+        if item.user_id is not None:
+            user_ids.add(item.user_id)
+        if item.cookie is not None:
+            cookies.add(item.cookie)
+        if item.session is not None:
+            sessions.add(item.session)
+    alive_cookies: set[str] = set()
+    if not _django_sessions_in_db():
+        alive_cookies, cookies = cookies, set()
+    keys: set[int] = set()
+    users: dict[int, tuple[bool, bool]] = {}
+    owners: dict[tuple[int, str], int | None] = {}
+    values = (
+        [("key", v) for v in key_ids]
+        + [("user", v) for v in user_ids]
+        + [("cookie", v) for v in cookies]
+        + [("session", v) for v in sessions]
+    )
+    per_statement = PARAMS_PER_STATEMENT // 2  # a session is two parameters
+    for start in range(0, len(values), per_statement):
+        chunk = values[start : start + per_statement]
+        for what, id_, owner, active, staff, text in _credentials_rows(chunk):
+            if what == 1:
+                keys.add(int(id_))
+            elif what == 2:
+                users[int(id_)] = (bool(active), bool(staff))
+            elif what == 3:
+                alive_cookies.add(text)
+            else:
+                owners[(int(id_), text)] = owner
+    return CredentialsState(frozenset(keys), users, frozenset(alive_cookies), owners)
+
+
+def _credentials_rows(chunk: list[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+    from django.contrib.sessions.models import Session as DjangoSession
+
+    db = connections[DEFAULT_DB_ALIAS]
+    q = db.ops.quote_name
+    user_model: Any = get_user_model()
+    users = user_model._meta
+    null_int, null_bool, null_text = (
+        "CAST(NULL AS INTEGER)",
+        "CAST(NULL AS BOOLEAN)",
+        "CAST(NULL AS TEXT)",
+    )
+    by_kind: dict[str, list[Any]] = {}
+    for what, value in chunk:
+        by_kind.setdefault(what, []).append(value)
+    parts: list[str] = []
+    params: list[Any] = []
+
+    def marks(n: int) -> str:
+        return ", ".join(["%s"] * n)
+
+    if ids := by_kind.get("key"):
+        parts.append(
+            f"SELECT 1, {q('id')}, {null_int}, {null_bool}, {null_bool}, {null_text} "
+            f"FROM {q(ApiKey._meta.db_table)} "
+            f"WHERE {q('revoked_at')} IS NULL AND {q('id')} IN ({marks(len(ids))})"
+        )
+        params += ids
+    if ids := by_kind.get("user"):
+        pk = q(users.pk.column)
+        active, staff = (q(users.get_field(name).column) for name in ("is_active", "is_staff"))
+        parts.append(
+            f"SELECT 2, {pk}, {null_int}, {active}, {staff}, {null_text} "
+            f"FROM {q(users.db_table)} WHERE {pk} IN ({marks(len(ids))})"
+        )
+        params += ids
+    if keys := by_kind.get("cookie"):
+        parts.append(
+            f"SELECT 3, {null_int}, {null_int}, {null_bool}, {null_bool}, {q('session_key')} "
+            f"FROM {q(DjangoSession._meta.db_table)} "
+            f"WHERE {q('session_key')} IN ({marks(len(keys))}) AND {q('expire_date')} > %s"
+        )
+        params += [*keys, db.ops.adapt_datetimefield_value(timezone.now())]
+    if pairs := by_kind.get("session"):
+        # One (agent, sid) each: the unique index answers every term.
+        terms = " OR ".join([f"({q('agent_id')} = %s AND {q('sid')} = %s)"] * len(pairs))
+        parts.append(
+            f"SELECT 4, {q('agent_id')}, {q('owner_id')}, {null_bool}, {null_bool}, {q('sid')} "
+            f"FROM {q(Session._meta.db_table)} WHERE {terms}"
+        )
+        for agent_id, sid in pairs:
+            params += [agent_id, sid]
+    with db.cursor() as cursor:
+        cursor.execute(" UNION ALL ".join(parts), params)
+        return list(cursor.fetchall())

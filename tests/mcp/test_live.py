@@ -6,10 +6,13 @@ import asyncio
 import base64
 import json
 import os
+import time
 
+import httpx
 import mcp_types as types
 import pytest
 from channels.db import database_sync_to_async
+from mcp.client.subscriptions import SubscriptionLost
 from mcp.shared.exceptions import MCPError
 
 from artifacts_app import services
@@ -308,3 +311,107 @@ async def test_a_subscription_names_a_record_the_caller_may_read(world: World, l
     async with mcp(live, world.bob_token) as client:
         with pytest.raises(MCPError):
             await client.subscribe_resource(f"artifact://reviewer/{world.alice_ids[0]}")
+
+
+# --- revocation reaches open MCP streams (API.md "Limits") -------------------------------------
+
+BOUND = 5.0  # a generous bound for failure; the latency seen is printed, not asserted
+
+
+async def _rpc(live, token: str, session: str | None, body: dict) -> object:
+    headers = {"Accept": "application/json, text/event-stream"}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+    return await rest(live, "POST", "/reviewer/mcp", token, json=body, headers=headers)
+
+
+async def test_revoked_token_ends_the_standalone_get_stream(world: World, live):
+    token = world.alice_token
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    opened = await _rpc(live, token, None, init)
+    assert opened.status_code == 200, opened.text
+    session = opened.headers["mcp-session-id"]
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert (await _rpc(live, token, session, initialized)).status_code == 202
+    listed = {"jsonrpc": "2.0", "id": 2, "method": "resources/list", "params": {}}
+    assert (await _rpc(live, token, session, listed)).status_code == 200  # starts the watch
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "text/event-stream",
+        "Mcp-Session-Id": session,
+        "Mcp-Protocol-Version": "2025-11-25",
+    }
+    lines: asyncio.Queue = asyncio.Queue()
+    async with httpx.AsyncClient(base_url=live.base_url, timeout=30) as http:
+        async with http.stream("GET", "/reviewer/mcp", headers=headers) as stream:
+            assert stream.status_code == 200
+
+            async def read() -> None:
+                async for line in stream.aiter_lines():
+                    if line.startswith("data:"):
+                        await lines.put(json.loads(line[5:]))
+                await lines.put(None)  # the stream ended
+
+            reader = asyncio.ensure_future(read())
+            await _tag(live, world.agent_key, key="seen", data=1, sessionId=world.alice_session)
+            message = await asyncio.wait_for(lines.get(), 30)  # delivering: the list changed
+            assert message["method"] == "notifications/resources/list_changed"
+            started = time.monotonic()
+            await database_sync_to_async(services.token_revoke)(token=token)
+            ended = await asyncio.wait_for(lines.get(), BOUND)
+            print(
+                f"\nMCP GET stream: ended {time.monotonic() - started:.3f} s after the revocation"
+            )
+            assert ended is None
+            await _tag(live, world.agent_key, key="later", data=1, sessionId=world.alice_session)
+            await reader
+            assert lines.empty()
+    again = await _rpc(live, token, session, {"jsonrpc": "2.0", "id": 3, "method": "ping"})
+    assert again.status_code == 401
+
+
+async def test_revoked_token_ends_listen_on_the_2026_wire(world: World, live):
+    token = world.alice_token
+    async with mcp(live, token, mode="auto") as client:
+        async with client.listen(resources_list_changed=True) as changes:
+            await _tag(live, world.agent_key, key="seen", data=1, sessionId=world.alice_session)
+            events = changes.__aiter__()
+            assert type(await asyncio.wait_for(events.__anext__(), 30)).__name__ == (
+                "ResourcesListChanged"
+            )
+            started = time.monotonic()
+            await database_sync_to_async(services.token_revoke)(token=token)
+
+            # The answer to listen is an error that says why; the SDK ends the iteration with
+            # SubscriptionLost, caused by it.
+            with pytest.raises(SubscriptionLost) as lost:
+                await asyncio.wait_for(events.__anext__(), BOUND)
+            print(f"\nMCP listen: ended {time.monotonic() - started:.3f} s after the revocation")
+            assert isinstance(lost.value.__cause__, MCPError)
+            assert lost.value.__cause__.error.data["code"] == "invalid_token"
+
+
+async def test_an_unrevoked_listener_keeps_its_notifications(world: World, live):
+    async with (
+        mcp(live, world.bob_token, mode="auto") as revoked,
+        mcp(live, world.alice_token, mode="auto") as kept,
+    ):
+        async with (
+            revoked.listen(resources_list_changed=True) as gone,
+            kept.listen(resources_list_changed=True) as changes,
+        ):
+            await database_sync_to_async(services.token_revoke)(token=world.bob_token)
+            with pytest.raises(SubscriptionLost):
+                await asyncio.wait_for(gone.__aiter__().__anext__(), BOUND)
+            await _tag(live, world.agent_key, key="later", data=1, sessionId=world.alice_session)
+            event = await asyncio.wait_for(changes.__aiter__().__anext__(), 30)
+            assert type(event).__name__ == "ResourcesListChanged"

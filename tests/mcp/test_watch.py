@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 from channels.db import database_sync_to_async
+from django.contrib.auth import get_user_model
 
 from artifacts_app import access, services
 from artifacts_app.mcp import watch as watch_module
@@ -83,5 +84,45 @@ async def test_a_flood_past_the_backlog_signals_everything_it_might_owe(setup, m
         # More than the backlog arrived unexamined: the watch owes a superset, the list and
         # every subscribed record, rather than a guess that could miss one.
         assert await _signals(watch) == (True, [f"artifact://watched/{kept.record.id}"])
+    finally:
+        watch.leave()
+
+
+async def test_a_revoked_token_ends_the_watch_and_says_why(setup, settings, closed_hub):
+    settings.ARTIFACTS_STREAM_RECHECK = 0.05
+    agent, alice = setup
+    key, secret = await database_sync_to_async(services.user_token_create)(user=alice)
+    agent_key = (await database_sync_to_async(services.agent_key_create)(agent=agent))[0]
+    watch = Watch(agent, access.caller_from_key(key), list_changes=True)
+    kept = Watch(agent, access.caller_from_key(agent_key), list_changes=True)
+    await watch.join()
+    await kept.join()
+    try:
+        await database_sync_to_async(services.token_revoke)(token=secret)
+        # Ended: its signals answer empty, whatever is tagged after.
+        assert await _signals(watch) == (False, [])
+        assert watch.revoked is not None and watch.revoked.code == "invalid_token"
+        await tag(agent=agent, key="later", data=1, session_id="s-alice")
+        assert (await _signals(kept))[0] is True and kept.revoked is None
+    finally:
+        watch.leave()
+        kept.leave()
+
+
+async def test_staff_losing_is_staff_ends_a_watch_chosen_for_staff(setup, settings, closed_hub):
+    settings.ARTIFACTS_STREAM_RECHECK = 0.05
+    agent, _ = setup
+    sup = await database_sync_to_async(
+        lambda: get_user_model().objects.create_user("sup", password="x", is_staff=True)
+    )()
+    key = (await database_sync_to_async(services.user_token_create)(user=sup))[0]
+    watch = Watch(agent, access.caller_from_key(key), list_changes=True)
+    await watch.join()
+    try:
+        await database_sync_to_async(
+            lambda: get_user_model().objects.filter(pk=sup.pk).update(is_staff=False)
+        )()
+        assert await _signals(watch) == (False, [])
+        assert watch.revoked is not None and watch.revoked.code == "forbidden"
     finally:
         watch.leave()

@@ -1,0 +1,90 @@
+"""The credentials watch of a ``Hub``: open streams whose credentials no longer hold are ended.
+
+A revocation is a database write, made by any process (the admin, a REST call, ``manage.py
+revoke_token``). The database is the one place every writer reaches, so each hub asks it again,
+every ``ARTIFACTS_STREAM_RECHECK_MS``, for the credentials of every stream it holds, in one
+statement (``selectors.credentials_state``) whatever the number of streams; with no stream open it
+asks nothing (its task ends and the next stream starts it again). Each guarded stream judges the
+answer itself (``recheck``: consumers and the MCP watch ask ``access``, the one rule) and ends
+itself if it must. A database that does not answer ends nothing: the next look asks again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Protocol
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+
+from artifacts_app import selectors
+
+if TYPE_CHECKING:
+    from artifacts_app.fanout.hub import Hub
+
+log = logging.getLogger(__name__)
+
+
+class Guarded(Protocol):
+    """An open stream whose credentials the hub asks about again."""
+
+    @property
+    def credentials(self) -> selectors.Credentials: ...
+
+    def recheck(self, state: selectors.CredentialsState) -> None:
+        """Given the credentials' state now, end the stream if it may no longer stay open.
+        Called on the hub's loop; must not block."""
+
+
+def interval() -> float:
+    return float(getattr(settings, "ARTIFACTS_STREAM_RECHECK", 0.5))
+
+
+async def look(hub: Hub) -> None:
+    """Ask once about every guarded stream of ``hub`` and hand each the answer.
+
+    A stream's verdict depends only on its grant and the state, so when the same credentials were
+    asked about and the state is the same as at the last look, nothing can have changed for any
+    stream (a stream opened since was let in by the same rule): the streams are not asked."""
+    streams = list(hub.guarded)
+    if not streams:
+        return
+    wanted = frozenset(stream.credentials for stream in streams)
+    state = await database_sync_to_async(selectors.credentials_state, thread_sensitive=False)(
+        wanted
+    )
+    if hub.guard_seen == (wanted, state):
+        return
+    hub.guard_seen = (wanted, state)
+    for stream in streams:
+        if stream in hub.guarded:  # still open after the query's await
+            try:
+                stream.recheck(state)
+            except Exception:
+                log.exception("re-checking the credentials of a stream failed")
+
+
+async def guard_forever(hub: Hub) -> None:
+    """The watch: runs while the hub guards any stream (``Hub.guard`` starts it)."""
+    failing = False
+    try:
+        while not hub.closing:
+            await asyncio.sleep(interval())
+            if not hub.guarded:
+                return
+            try:
+                await look(hub)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                # Once per outage: a database that does not answer revokes nothing meanwhile.
+                (log.debug if failing else log.warning)(
+                    "re-checking the open streams' credentials failed; retrying", exc_info=True
+                )
+                failing = True
+            else:
+                failing = False
+    finally:
+        if hub.guard_task is asyncio.current_task():
+            hub.guard_task = None
