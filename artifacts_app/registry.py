@@ -130,7 +130,32 @@ class SchemaKind(Kind):
         return filled
 
 
+# Characters of a message or of a value quoted back in a refusal. The validators quote the value
+# at fault (jsonschema's messages hold its repr, pydantic's errors its ``input``): unbounded, a
+# 400 KB string failing a pattern made a refusal of ~50 errors × 2 copies of it, built, held and
+# sent for nothing.
+QUOTED_MAX = 256
+
+
+def _bounded(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for detail in details:
+        detail = dict(detail)
+        msg = detail.get("msg")
+        if isinstance(msg, str) and len(msg) > QUOTED_MAX:
+            detail["msg"] = msg[:QUOTED_MAX] + "…"
+        if "input" in detail:
+            value = detail["input"]
+            if isinstance(value, str) and len(value) > QUOTED_MAX:
+                detail["input"] = value[:QUOTED_MAX] + "…"
+            elif isinstance(value, dict | list) and len(json.dumps(value)) > QUOTED_MAX:
+                del detail["input"]  # the value at fault is at ``loc`` in the caller's own data
+        out.append(detail)
+    return out
+
+
 def _schema_invalid(name: str, details: list[dict[str, Any]], exc: Any) -> SchemaInvalidError:
+    details = _bounded(details)
     first = details[0] if details else {"loc": [], "msg": str(exc)}
     where = ".".join(str(part) for part in first.get("loc", [])) or "data"
     return SchemaInvalidError(

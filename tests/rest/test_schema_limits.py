@@ -209,3 +209,26 @@ def test_past_the_budget_the_python_api_raises_schema_too_costly_and_stores_noth
         artifacts("free").tag(kind="k", data=COSTLY_DATA)
     assert err.value.code == "schema_invalid"
     assert artifacts("free").tag(kind="k", data=COSTLY_DATA[:-1]).kind == "k"
+
+
+def test_a_refusal_quotes_the_value_at_fault_bounded_whatever_its_size(client, key):
+    declare(
+        client,
+        key,
+        {
+            "type": "object",
+            "properties": {
+                "text": {"type": "string", "pattern": "^b+$"},
+                "deep": {"type": "string"},
+            },
+        },
+    )
+    huge = "a" * 400_000
+    response = tag(client, key, {"text": huge, "deep": {"list": [huge] * 3}})
+    error = error_of(response, 400, "schema_invalid")
+    assert len(response.content) < 4_096  # was ~1.6 MB: each error's message and input quoted it
+    by_place = {tuple(detail["loc"]): detail for detail in error["details"]}
+    assert by_place[("text",)]["input"].endswith("…") and len(by_place[("text",)]["input"]) < 300
+    assert len(by_place[("text",)]["msg"]) < 300
+    assert "input" not in by_place[("deep",)]  # a large object is named by its loc, not quoted
+    assert not Artifact.objects.exists()
