@@ -47,6 +47,33 @@ def wait_for(predicate, what: str, seconds: float = 60.0):
     raise AssertionError(f"never saw {what} within {seconds} s")
 
 
+def sqlite_site(data_dir: Path, **settings: str) -> tuple[dict[str, str], str]:
+    """The environment of a site on its own SQLite file in ``data_dir`` (whatever profile the suite
+    runs in), migrated, and an agent key of ``reviewer``: ``(env, key)``, for a ``DaphneServer``.
+    ``settings`` are more environment variables (``DJANGO_DEBUG="1"``, a limit…)."""
+    env = {
+        **os.environ,
+        "ARTIFACTS_DATA_DIR": str(data_dir),
+        "DATABASE_URL": "",
+        "REDIS_URL": "",
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "test-" + "k" * 40,
+        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
+        **settings,
+    }
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    made = subprocess.run(
+        [*manage, "create_agent_key", "reviewer"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return env, made.stdout.strip().splitlines()[-1]
+
+
 class DaphneNotReady(RuntimeError):
     """The server exited or did not become ready in time; the message ends with its output."""
 

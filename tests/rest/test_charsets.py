@@ -6,10 +6,6 @@ the request's encoding, and ``charset=idna`` or ``charset=undefined`` answered 5
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import httpx
 import orjson
 import pytest
@@ -18,7 +14,7 @@ from artifacts_app import media, previews
 from tests.rest.conftest import World, bearer
 from tests.rest.test_bad_input import envelope_of, snapshot
 from tests.rest.test_multipart import NOT_TEXT_ENCODINGS
-from tests.servers import ROOT, DaphneServer
+from tests.servers import DaphneServer, sqlite_site
 
 RECORD = orjson.dumps({"kind": "report", "key": "k", "data": {"text": "é"}})
 MULTIPART = (
@@ -110,26 +106,7 @@ def debug_server(tmp_path_factory):
     """A real daphne with ``DJANGO_DEBUG=1`` (where the 500 was Django's technical page), on its
     own SQLite: what is tested is the door, before any database work."""
     data_dir = tmp_path_factory.mktemp("charsets")
-    env = {
-        **os.environ,
-        "ARTIFACTS_DATA_DIR": str(data_dir),
-        "DATABASE_URL": "",
-        "REDIS_URL": "",
-        "DJANGO_DEBUG": "1",
-        "DJANGO_SECRET_KEY": "test-" + "k" * 40,
-        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
-    }
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    made = subprocess.run(
-        [*manage, "create_agent_key", "reviewer"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    key = made.stdout.strip().splitlines()[-1]
+    env, key = sqlite_site(data_dir, DJANGO_DEBUG="1")
     with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
         yield server.base_url, key
 

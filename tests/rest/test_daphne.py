@@ -5,42 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
 
 import httpx
 import orjson
 import pytest
 
-from tests.servers import ROOT, DaphneServer
+from tests.servers import DaphneServer, sqlite_site
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     data_dir = tmp_path_factory.mktemp("daphne")
-    env = {
-        **os.environ,
-        "ARTIFACTS_DATA_DIR": str(data_dir),
-        "DATABASE_URL": "",  # its own SQLite file, whatever profile the suite runs in
-        "REDIS_URL": "",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "test-" + "k" * 40,
-        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
-    }
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = (
-        subprocess.run(
-            [*manage, "create_agent_key", "reviewer"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
-    )
+    env, key = sqlite_site(data_dir)
     with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
         yield server.base_url, key, server.process.pid
 

@@ -12,15 +12,13 @@ import contextlib
 import hashlib
 import os
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
-from tests.servers import HOST, ROOT, DaphneServer, wait_for
+from tests.servers import HOST, DaphneServer, sqlite_site, wait_for
 
 MIB = 1024 * 1024
 LIMIT = 80 * MIB
@@ -30,31 +28,8 @@ RSS_BOUND = 32 * MIB
 @contextlib.contextmanager
 def _serve(data_dir: Path, **settings: str):
     """A daphne of the site on its own SQLite data dir, with an agent key: (server, client, key)."""
-    env = {
-        **os.environ,
-        "ARTIFACTS_DATA_DIR": str(data_dir),
-        "DATABASE_URL": "",  # its own SQLite file, whatever profile the suite runs in
-        "REDIS_URL": "",
-        "ARTIFACTS_STORAGE": "",
-        "DJANGO_DEBUG": "0",
-        "DJANGO_SECRET_KEY": "test-" + "k" * 40,
-        "DJANGO_SETTINGS_MODULE": "agent_site.settings",
-        "ARTIFACTS_MAX_CONTENT_BYTES": str(LIMIT),
-        **settings,
-    }
-    manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = (
-        subprocess.run(
-            [*manage, "create_agent_key", "reviewer"],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        .stdout.strip()
-        .splitlines()[-1]
+    env, key = sqlite_site(
+        data_dir, ARTIFACTS_STORAGE="", ARTIFACTS_MAX_CONTENT_BYTES=str(LIMIT), **settings
     )
     with DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/") as server:
         client = httpx.Client(
