@@ -19,6 +19,9 @@ from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import connections
 from django.urls import set_script_prefix
 
+from agent_site import glibc
+
+glibc.cap_arenas()  # before the request threads start (agent_site/glibc.py says why)
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_site.settings")
 try:
     django.setup(set_prefix=False)

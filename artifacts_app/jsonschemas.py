@@ -68,6 +68,7 @@ ROOT_URI = (
 # (docs/architecture.md says why 1,000). The fan-out d_i = allOf[$ref d_i+1, $ref d_i+1] passes it
 # at depth 7 (510, each `{"$ref"}` branch counting too) and is refused from depth 8 (1,021).
 MAX_APPLICATIONS = 1000
+QUOTED = 200  # characters of a value quoted in a refusal's message
 DATA_DEPTH = 100  # how deep data nests (values.MAX_DEPTH): the levels the fan-out bound looks at
 
 # Keywords whose value is one subschema, a list of them, or a map of names to them (2020-12, plus
@@ -304,7 +305,11 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
     if bad is not None:
         yield bad
     elif not search(pattern, instance):
-        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+        # The value quoted by its first QUOTED characters: a large string quoted whole made a
+        # message (and a repr) as large as the data, for each pattern it failed, built only to
+        # be cut when the refusal is made.
+        shown = repr(instance) if len(instance) <= QUOTED else repr(instance[:QUOTED]) + "…"
+        yield ValidationError(f"{shown} does not match {pattern!r}")
 
 
 def _pattern_properties(

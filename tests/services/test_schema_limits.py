@@ -418,3 +418,15 @@ def test_our_keywords_answer_as_jsonschemas_own_on_harmless_patterns(schema, val
         assert [p["msg"] for p in problems] == [
             e.message for e in sorted(theirs.iter_errors(value), key=jsonschemas.relevance)
         ][: len(problems)], value
+
+
+def test_a_failed_pattern_quotes_a_large_value_by_its_start_only():
+    compiled = jsonschemas.CompiledSchema({"type": "string", "pattern": "^b+$"})
+    _, details = compiled.parse("a" * 400_000)
+    (detail,) = details
+    # the message is made bounded, not made whole (a repr as large as the data) and cut later
+    assert len(detail["msg"]) < 300
+    assert detail["msg"].startswith("'aaaa") and "…" in detail["msg"]
+    assert detail["msg"].endswith("does not match '^b+$'")
+    _, small = compiled.parse("abc")
+    assert small[0]["msg"] == "'abc' does not match '^b+$'"  # as jsonschema's own words
