@@ -173,7 +173,7 @@ def _share_wait(name: str, agent: str, rate: float, burst: float) -> None:
                 "field": "data",
                 "kind": name,
                 "shareMs": rate,
-                "retryAfterSeconds": round(exc.wait_s - SHARE_MAX_WAIT_S, 3),
+                "retryAfterSeconds": round(exc.wait_s, 3),  # when it would owe nothing
             },
         ) from None
     if wait_s > 0:
