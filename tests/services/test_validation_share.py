@@ -284,3 +284,27 @@ def test_the_share_setting_refuses_bad_values_at_start(value, fragment):
     proc = settings_with(ARTIFACTS_VALIDATION_SHARE_MS=value)
     assert proc.returncode != 0
     assert "ImproperlyConfigured" in proc.stderr and fragment in proc.stderr
+
+
+def test_past_its_share_the_rest_tool_is_refused_schema_too_costly_too(client, settings):
+    agent = services.agent_create(slug="tooled", max_artifacts=1000)
+    agent = services.kinds_declare(agent=agent, declaration={**KINDS, "agentTool": True})
+    key = services.agent_key_create(agent=agent)[1]
+    settings.ARTIFACTS_VALIDATION_SHARE_MS = 1
+    settings.ARTIFACTS_MAX_VALIDATION_MS = 30
+    costly_tag(agent, items=40)
+    costly_tag(agent, items=40)
+    events = Event.objects.count()
+    call = {"artifact": {"kind": "costly", "key": None, "title": None, "data": [1]}}
+
+    response = client.post(
+        "/tooled/v1/tools/tag_artifact",
+        data=orjson.dumps({"input": call}),
+        content_type="application/json",
+        **bearer(key),
+    )
+
+    assert response.status_code == 400, response.content
+    error = orjson.loads(response.content)["error"]
+    assert error["code"] == "schema_too_costly" and "share" in error["message"]
+    assert Artifact.objects.filter(agent=agent).count() == 0 and Event.objects.count() == events
