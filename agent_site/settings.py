@@ -406,6 +406,12 @@ ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
 # Milliseconds of JSON Schema validation one tag may spend on a kind declared over HTTP (defaults
 # filled in, then checked); past it the tag is refused with 400 `schema_too_costly` (jsonschemas).
 ARTIFACTS_MAX_VALIDATION_MS = env_int("ARTIFACTS_MAX_VALIDATION_MS", 200, minimum=1)
+# Milliseconds of JSON Schema validation CPU each agent may spend per second, per process (a
+# bucket of one second's allowance, or of one tag's budget if more): an agent past it has its
+# next tag wait, up to 2 s, else refused 400 `schema_too_costly` (registry.SchemaKind.parse).
+# A typical kind costs ~0.3 ms a tag: 100 ms is ~300 tags a second of one agent, about what the
+# whole process answers; one agent takes at most a tenth of the process's core on validation.
+ARTIFACTS_VALIDATION_SHARE_MS = env_int("ARTIFACTS_VALIDATION_SHARE_MS", 100, minimum=1)
 # Seconds a view reading a streamed request body waits for its next bytes before it gives up with
 # 408 `body_timeout` (agent_site/body.py): a client that stalls mid-body frees its request thread.
 # Keep it under Twisted's 60 s request idle timeout, which closes a silent connection (no answer).

@@ -25,6 +25,9 @@ server do"; docs/architecture.md "Schemas that cannot stall the server"):
   applicator keyword the validator applies, every pattern matched and every step of the defaults'
   walk counts a step, every ``CLOCK_EVERY`` steps the clock is read, and past the budget
   ``TooCostly`` ends it; a match whose worst case would pass it is not started (``search``);
+* ``Share`` holds each agent to a fair share of the process's validation time: the CPU time
+  ``CompiledSchema.parse`` measures is charged to the agent's bucket, and an agent in debt waits
+  before its next validation (``registry.SchemaKind.parse`` says how long, and when it refuses);
 * ``uniqueItems`` hashes the items (jsonschema compares unhashable ones pairwise: quadratic).
 """
 
@@ -274,6 +277,96 @@ class _Run:
 
 _RUN: ContextVar[_Run | None] = ContextVar("artifacts_jsonschema_run", default=None)
 CLOCK_EVERY = 16  # steps between looks at the clock (a look costs ~0.5 µs, a keyword ~2 µs)
+
+
+class ShareExceeded(Exception):
+    """The agent's debt would take longer than the wait allowed to pay back (``Share.admit``)."""
+
+    def __init__(self, wait_s: float) -> None:
+        super().__init__(f"the agent would wait {wait_s:.2f} s")
+        self.wait_s = wait_s
+
+
+@dataclass
+class _Bucket:
+    balance_ms: float  # may go below zero: the agent's debt
+    at: float  # the share clock when ``balance_ms`` was last brought up to date
+    waits: int = 0  # tags made to wait, and for how long in all (what the tests and the bench read)
+    waited_s: float = 0.0
+
+
+class Share:
+    """A fair share of validation time per agent, in one process: a token bucket per agent of
+    ``rate_ms`` milliseconds of validation CPU per second of the clock, holding at most
+    ``burst_ms`` (a full bucket is where every agent starts). ``charge`` takes from it the CPU
+    time a validation actually spent (whatever its outcome); ``admit`` answers how long a tag must
+    wait before validating: nothing while the bucket is not in debt, else the time the debt takes
+    to be paid back, and ``ShareExceeded`` past ``max_wait_s``. So an agent that costs little is
+    never slowed, and one agent cannot take more than ``rate_ms`` per second of the process however
+    many requests it sends at once (concurrent waiters each pay the debt they saw, then each charge
+    what they spend, which the next of them pays). Thread-safe: one lock, held for a few
+    arithmetic operations, never while waiting. The rate is passed on every call (settings may
+    change while the process runs; tests change them)."""
+
+    MAX_BUCKETS = 4096  # past it, full buckets (agents owing nothing) are forgotten
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._buckets: dict[str, _Bucket] = {}
+
+    def _bucket(self, agent: str, rate_ms: float, burst_ms: float, now: float) -> _Bucket:
+        bucket = self._buckets.get(agent)
+        if bucket is None:
+            if len(self._buckets) >= self.MAX_BUCKETS:
+                self._forget_full(rate_ms, burst_ms, now)
+            bucket = self._buckets[agent] = _Bucket(burst_ms, now)
+        else:
+            bucket.balance_ms = min(burst_ms, bucket.balance_ms + (now - bucket.at) * rate_ms)
+            bucket.at = now
+        return bucket
+
+    def _forget_full(self, rate_ms: float, burst_ms: float, now: float) -> None:
+        for agent, bucket in list(self._buckets.items()):
+            if bucket.balance_ms + (now - bucket.at) * rate_ms >= burst_ms:
+                del self._buckets[agent]
+
+    def admit(self, agent: str, rate_ms: float, burst_ms: float, max_wait_s: float) -> float:
+        """Seconds ``agent``'s next validation must wait (0.0 when it owes nothing);
+        ``ShareExceeded`` when that is more than ``max_wait_s``. The wait is counted as made."""
+        with self._lock:
+            bucket = self._bucket(agent, rate_ms, burst_ms, self.clock())
+            if bucket.balance_ms >= 0:
+                return 0.0
+            wait_s = -bucket.balance_ms / rate_ms
+            if wait_s > max_wait_s:
+                raise ShareExceeded(wait_s)
+            bucket.waits += 1
+            bucket.waited_s += wait_s
+            return wait_s
+
+    def charge(self, agent: str, spent_s: float, rate_ms: float, burst_ms: float) -> None:
+        """Take ``spent_s`` seconds of validation CPU from ``agent``'s bucket."""
+        with self._lock:
+            bucket = self._bucket(agent, rate_ms, burst_ms, self.clock())
+            bucket.balance_ms -= spent_s * 1000
+
+    def state(self, agent: str) -> _Bucket | None:
+        """A copy of ``agent``'s bucket as last brought up to date (None: never charged)."""
+        with self._lock:
+            bucket = self._buckets.get(agent)
+            return None if bucket is None else _Bucket(**vars(bucket))
+
+    def forget(self, agent: str | None = None) -> None:
+        """Drop one agent's bucket, or all of them."""
+        with self._lock:
+            if agent is None:
+                self._buckets.clear()
+            else:
+                self._buckets.pop(agent, None)
+
+
+SHARE = Share()  # the process's: every validation of a kind declared over HTTP is charged here
 
 
 def _spend() -> None:
@@ -733,12 +826,19 @@ class CompiledSchema:
         self._uris: dict[int, str] | None = None  # for unevaluatedProperties: node -> its URI
         self._at: dict[str, Any] = {}
 
-    def parse(self, data: Any, budget_ms: int | None = None) -> tuple[Any, list[dict[str, Any]]]:
+    def parse(
+        self,
+        data: Any,
+        budget_ms: int | None = None,
+        spent: Callable[[float], None] | None = None,
+    ) -> tuple[Any, list[dict[str, Any]]]:
         """``data`` with the defaults of absent object properties filled in (recursively, inside
         objects that are present), and its problems as ``{"type", "loc", "msg", "input"}`` like
         pydantic's (empty when it is valid). ``data`` itself is never changed. Past ``budget_ms``
-        milliseconds of work, ``TooCostly``."""
-        deadline = time.thread_time() + budget_ms / 1000 if budget_ms is not None else float("inf")
+        milliseconds of work, ``TooCostly``. ``spent`` is told the seconds of this thread's CPU
+        time the call took, however it ended (the measure the budget is taken from)."""
+        started = time.thread_time()
+        deadline = started + budget_ms / 1000 if budget_ms is not None else float("inf")
         token = _RUN.set(_Run(deadline, budget_ms or 0, self))
         try:
             filled = self._fill(self.schema, data, self.resolver, 0) if self.fills else data
@@ -747,6 +847,8 @@ class CompiledSchema:
             raise TooCostly(budget_ms or 0) from None
         finally:
             _RUN.reset(token)
+            if spent is not None:
+                spent(time.thread_time() - started)
         return filled, _details(problems[:ERRORS_LISTED])
 
     def _valid(self, schema: Any, value: Any) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -67,9 +68,11 @@ class Kind:
     def json_schema(self) -> dict | None:
         return self.adapter.json_schema() if self.adapter is not None else None
 
-    def parse(self, name: str, data: Any) -> Any:
+    def parse(self, name: str, data: Any, *, agent: str | None = None, wait: bool = True) -> Any:
         """The JSON form of ``data`` parsed by the schema (defaults and coercions applied);
-        ``SchemaInvalidError`` with pydantic's error list when it does not match."""
+        ``SchemaInvalidError`` with pydantic's error list when it does not match. (``agent`` and
+        ``wait`` are for ``SchemaKind``'s share of validation time; a kind declared in code is
+        not under it.)"""
         if self.adapter is None:
             return data
         try:
@@ -103,20 +106,41 @@ class SchemaKind(Kind):
     def json_schema(self) -> dict | None:
         return self.schema
 
-    def parse(self, name: str, data: Any) -> Any:
+    def parse(self, name: str, data: Any, *, agent: str | None = None, wait: bool = True) -> Any:
         """``data`` with the schema's defaults filled in; ``SchemaInvalidError`` with
         ``{"loc", "msg"}`` details, as pydantic's, when it does not match; 400
         ``schema_too_costly`` when validating it takes more than ``ARTIFACTS_MAX_VALIDATION_MS``.
 
+        The fair share (``agent`` given): every agent may spend ``ARTIFACTS_VALIDATION_SHARE_MS``
+        of validation CPU per second of this process (a bucket holding one second's allowance, or
+        one tag's budget if that is more; ``jsonschemas.SHARE``). The CPU time each validation
+        spends is charged to it, refused tags' too. An agent in debt has its tag wait here,
+        before validating, until the debt is paid back — asleep, the GIL released, and only with
+        ``wait`` (the caller holds no transaction and no lock; under the agent's lock a
+        validation is charged and never waits) — and a wait past ``SHARE_MAX_WAIT_S`` is refused
+        with 400 ``schema_too_costly`` before any work. So an agent that costs little never
+        waits, and one agent's costly tags, refused or not, cannot take more than its share.
+
         Every entry point (the Python API, REST, the tool, MCP) tags through here, so the budget
-        holds for all of them. Kinds declared in code are not under it: pydantic-core validates
-        them in one call that cannot be interrupted, their schemas are the host's own code, and its
-        regular expressions run on Rust's linear-time ``regex`` crate by default."""
+        and the share hold for all of them. Kinds declared in code are not under them:
+        pydantic-core validates them in one call that cannot be interrupted, their schemas are
+        the host's own code, and its regular expressions run on Rust's linear-time ``regex``
+        crate by default."""
         if self.compiled is None:
             return data
         budget = int(settings.ARTIFACTS_MAX_VALIDATION_MS)
+        spent = None
+        if agent is not None:
+            rate = float(settings.ARTIFACTS_VALIDATION_SHARE_MS)
+            burst = max(rate, float(budget))
+            if wait:
+                _share_wait(name, agent, rate, burst)
+
+            def spent(seconds: float) -> None:
+                jsonschemas.SHARE.charge(agent, seconds, rate, burst)
+
         try:
-            filled, details = self.compiled.parse(data, budget)
+            filled, details = self.compiled.parse(data, budget, spent)
         except jsonschemas.TooCostly:
             raise ArtifactError(
                 "schema_too_costly",
@@ -128,6 +152,32 @@ class SchemaKind(Kind):
         if details:
             raise _schema_invalid(name, details, None)
         return filled
+
+
+# The longest an agent's tag waits for its share of validation time (``SchemaKind.parse``): a
+# request thread asleep that long is cheap; past it, the agent is told at once.
+SHARE_MAX_WAIT_S = 2.0
+
+
+def _share_wait(name: str, agent: str, rate: float, burst: float) -> None:
+    try:
+        wait_s = jsonschemas.SHARE.admit(agent, rate, burst, SHARE_MAX_WAIT_S)
+    except jsonschemas.ShareExceeded as exc:
+        raise ArtifactError(
+            "schema_too_costly",
+            f"Agent {agent!r} spends more time on schema validation than its share of this "
+            f"server ({rate:g} ms a second, ARTIFACTS_VALIDATION_SHARE_MS): its next tag would "
+            f"wait {exc.wait_s:.1f} s, past the {SHARE_MAX_WAIT_S:g} s allowed; nothing was "
+            "stored. Simplify the kind's schema or the data, or tag less often.",
+            {
+                "field": "data",
+                "kind": name,
+                "shareMs": rate,
+                "retryAfterSeconds": round(exc.wait_s, 3),  # when it would owe nothing
+            },
+        ) from None
+    if wait_s > 0:
+        time.sleep(wait_s)  # no lock and no transaction held (``wait``), the GIL released
 
 
 # Characters of a message or of a value quoted back in a refusal. The validators quote the value

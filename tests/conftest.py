@@ -95,6 +95,15 @@ def _auth_failures_not_limited(settings):
     settings.ARTIFACTS_AUTH_FAILURE_LIMIT = int(UNLIMITED_AUTH_FAILURES)
 
 
+@pytest.fixture(autouse=True)
+def _validation_shares_forgotten():
+    """Each test starts with every agent's share of validation time full (jsonschemas.SHARE is
+    the process's, and the tests' agents have the same slugs): a costly test leaves no debt."""
+    from artifacts_app import jsonschemas
+
+    jsonschemas.SHARE.forget()
+
+
 @pytest.fixture
 async def closed_hub():
     """Close the test loop's fan-out hub (its layer reader and watcher, its pools) while the loop

@@ -91,7 +91,8 @@ CODES: dict[str, int] = {
     "invalid_owner": 400,
     "unknown_user": 400,
     "tool_input_invalid": 400,
-    # validating data against a kind declared over HTTP took past ARTIFACTS_MAX_VALIDATION_MS
+    # validating data against a kind declared over HTTP took past ARTIFACTS_MAX_VALIDATION_MS,
+    # or the agent's tags past its share, ARTIFACTS_VALIDATION_SHARE_MS a second, by 2 s or more
     "schema_too_costly": 400,
     # PUT artifacts/kinds (services.kinds, jsonschemas, tool.strict)
     "invalid_kinds": 400,

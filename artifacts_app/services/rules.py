@@ -1,11 +1,13 @@
 """The Tag rules that need no database (API.md "Tag"): every entry point's input meets them here,
-once, before anything is written."""
+once, before anything is written (only whether a transaction is open is asked of the connection:
+the share of validation time waits only outside one)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 
 from artifacts_app import media
 from artifacts_app.errors import ArtifactError, TooLargeError
@@ -77,7 +79,12 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
             "data_required", "`data` is required and may not be null.", {"field": "data"}
         )
     declared = spec.kinds.get(kind)
-    return declared.parse(kind, data) if declared is not None else data
+    if declared is None:
+        return data
+    # The agent's share of validation time (registry.SchemaKind.parse) waits only where no
+    # transaction is open: never under the agent's lock (a restore, a content PUT's second check).
+    wait = not transaction.get_connection().in_atomic_block
+    return declared.parse(kind, data, agent=spec.slug, wait=wait)
 
 
 def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
