@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
 from channels.db import database_sync_to_async
 from django.conf import settings
 
 from artifacts_app import selectors
-
-if TYPE_CHECKING:
-    from artifacts_app.fanout.hub import Hub
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +34,21 @@ class Guarded(Protocol):
         Called on the hub's loop; must not block."""
 
 
+class Guarding(Protocol):
+    """What the watch needs of a hub (``fanout.hub.Hub``), named here so that this module does not
+    import the hub that imports it."""
+
+    guarded: set[Any]
+    guard_seen: tuple[Any, Any] | None
+    guard_task: asyncio.Task[None] | None
+    closing: bool
+
+
 def interval() -> float:
     return float(getattr(settings, "ARTIFACTS_STREAM_RECHECK", 0.5))
 
 
-async def look(hub: Hub) -> None:
+async def look(hub: Guarding) -> None:
     """Ask once about every guarded stream of ``hub`` and hand each the answer.
 
     A stream's verdict depends only on its grant and the state, so when the same credentials were
@@ -65,7 +72,7 @@ async def look(hub: Hub) -> None:
                 log.exception("re-checking the credentials of a stream failed")
 
 
-async def guard_forever(hub: Hub) -> None:
+async def guard_forever(hub: Guarding) -> None:
     """The watch: runs while the hub guards any stream (``Hub.guard`` starts it)."""
     failing = False
     try:
