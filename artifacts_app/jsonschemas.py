@@ -72,6 +72,18 @@ ROOT_URI = (
 # at depth 7 (510, each `{"$ref"}` branch counting too) and is refused from depth 8 (1,021).
 MAX_APPLICATIONS = 1000
 QUOTED = 200  # characters of a value quoted in a refusal's message
+
+
+def cut(text: str, limit: int = QUOTED) -> str:
+    """``text`` up to ``limit`` characters, marked with "…" where it was cut."""
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def shown(value: str) -> str:
+    """``value`` as a refusal quotes it: its repr, of its first ``QUOTED`` characters only."""
+    return repr(value) if len(value) <= QUOTED else repr(value[:QUOTED]) + "…"
+
+
 DATA_DEPTH = 100  # how deep data nests (values.MAX_DEPTH): the levels the fan-out bound looks at
 
 # Keywords whose value is one subschema, a list of them, or a map of names to them (2020-12, plus
@@ -219,23 +231,23 @@ def regex(pattern: str) -> Any:
 
 def regex_problem(pattern: str) -> str | None:
     """Why RE2 cannot run ``pattern`` (or will not: a program past ``MAX_PROGRAM``), or None."""
-    shown = repr(pattern) if len(pattern) <= 200 else repr(pattern[:200]) + "…"
+    quoted = shown(pattern)
     try:
         size = regex(pattern).programsize
     except re2.error as exc:
         why = exc.args[0] if exc.args else exc
         why = why.decode("utf-8", "replace") if isinstance(why, bytes) else str(why)
-        why = why if len(why) <= 200 else why[:200] + "…"
+        why = cut(why)
         if "too large" in why or "compile Set" in why:  # past RE2's memory (``max_mem``)
             size = MAX_PROGRAM + 1
         else:
             return (
-                f"the regular expression {shown} cannot run on RE2, the linear-time engine "
+                f"the regular expression {quoted} cannot run on RE2, the linear-time engine "
                 f"schemas run on here ({why}); backreferences and lookaround are not supported"
             )
     if size > MAX_PROGRAM:
         return (
-            f"the regular expression {shown} compiles to more than {MAX_PROGRAM:,} RE2 "
+            f"the regular expression {quoted} compiles to more than {MAX_PROGRAM:,} RE2 "
             "instructions, the limit (a long bounded repetition such as `.{1,1000}` or "
             "`\\p{L}{100}`: use maxLength)"
         )
@@ -401,8 +413,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
         # The value quoted by its first QUOTED characters: a large string quoted whole made a
         # message (and a repr) as large as the data, for each pattern it failed, built only to
         # be cut when the refusal is made.
-        shown = repr(instance) if len(instance) <= QUOTED else repr(instance[:QUOTED]) + "…"
-        yield ValidationError(f"{shown} does not match {pattern!r}")
+        yield ValidationError(f"{shown(instance)} does not match {pattern!r}")
 
 
 def _pattern_properties(

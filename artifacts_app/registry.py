@@ -192,12 +192,12 @@ def _bounded(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for detail in details:
         detail = dict(detail)
         msg = detail.get("msg")
-        if isinstance(msg, str) and len(msg) > QUOTED_MAX:
-            detail["msg"] = msg[:QUOTED_MAX] + "…"
+        if isinstance(msg, str):
+            detail["msg"] = jsonschemas.cut(msg, QUOTED_MAX)
         if "input" in detail:
             value = detail["input"]
-            if isinstance(value, str) and len(value) > QUOTED_MAX:
-                detail["input"] = value[:QUOTED_MAX] + "…"
+            if isinstance(value, str):
+                detail["input"] = jsonschemas.cut(value, QUOTED_MAX)
             elif isinstance(value, dict | list) and len(json.dumps(value)) > QUOTED_MAX:
                 del detail["input"]  # the value at fault is at ``loc`` in the caller's own data
         out.append(detail)
