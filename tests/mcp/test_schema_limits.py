@@ -14,21 +14,13 @@ from channels.db import database_sync_to_async
 from artifacts_app import services
 from artifacts_app.models import Agent, Artifact, Event
 from tests.mcp.conftest import mcp, rest, server_env
+from tests.schemas import fan_out
 from tests.servers import DaphneServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 BUDGET_MS = 5  # thread CPU time: a small honest tag spends ~0.1 ms of it
 EVIL = "a" * 40 + "!"
-
-
-def _fan_out(depth: int) -> dict[str, Any]:
-    defs: dict[str, Any] = {
-        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-        for i in range(depth)
-    }
-    defs[f"d{depth}"] = {"type": "integer"}
-    return defs
 
 
 KINDS = {
@@ -43,7 +35,11 @@ KINDS = {
     },
     "costly": {
         "description": "Numbers, each checked against a fan-out the PUT accepts.",
-        "schema": {"type": "array", "items": {"$ref": "#/$defs/d0"}, "$defs": _fan_out(7)},
+        "schema": {
+            "type": "array",
+            "items": {"$ref": "#/$defs/d0"},
+            "$defs": fan_out(7, "anyOf")["$defs"],
+        },
     },
 }
 

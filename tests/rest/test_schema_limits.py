@@ -17,6 +17,7 @@ from artifacts_app import artifacts, services
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact, Event
 from tests.rest.conftest import bearer
+from tests.schemas import fan_out
 
 URL = "/free/v1/artifacts/kinds"
 EVIL = "a" * 40 + "!"
@@ -49,15 +50,6 @@ def error_of(response, status: int, code: str) -> dict[str, Any]:
     error = orjson.loads(response.content)["error"]
     assert error["code"] == code, error
     return error
-
-
-def fan_out(depth: int, keyword: str = "allOf") -> dict[str, Any]:
-    defs: dict[str, Any] = {
-        f"d{i}": {keyword: [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-        for i in range(depth)
-    }
-    defs[f"d{depth}"] = {"type": "integer"}
-    return {"$defs": defs, "$ref": "#/$defs/d0"}
 
 
 # A legitimate schema and data that cost real work: 3,000 items, each tried against the 128

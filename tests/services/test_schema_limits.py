@@ -22,6 +22,7 @@ from artifacts_app.jsonschemas import (
     check,
 )
 from artifacts_app.tool.strict import MAX_INLINED, strict_problem
+from tests.schemas import fan_out
 
 EVIL = "a" * 40 + "!"  # ^(a+)+$ on Python's re: ~2^40 steps
 
@@ -29,16 +30,6 @@ EVIL = "a" * 40 + "!"  # ^(a+)+$ on Python's re: ~2^40 steps
 def parse(schema: dict[str, Any], data: Any, budget_ms: int | None = 200) -> list[dict[str, Any]]:
     check(schema)
     return CompiledSchema(schema).parse(data, budget_ms)[1]
-
-
-def fan_out(depth: int, keyword: str = "allOf", leaf: Any = None) -> dict[str, Any]:
-    """d_i = {keyword: [{$ref d_i+1}, {$ref d_i+1}]}: 2^depth paths to the leaf."""
-    defs: dict[str, Any] = {
-        f"d{i}": {keyword: [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-        for i in range(depth)
-    }
-    defs[f"d{depth}"] = leaf if leaf is not None else {"type": "integer"}
-    return {"$defs": defs, "$ref": "#/$defs/d0"}
 
 
 EXPONENTIAL = [

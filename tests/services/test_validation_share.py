@@ -11,7 +11,6 @@ timed against the wall on a loaded machine. The tests that wait run outside a tr
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import orjson
 import pytest
@@ -22,20 +21,11 @@ from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact, Event
 from artifacts_app.registry import SHARE_MAX_WAIT_S
 from tests.rest.conftest import bearer
+from tests.schemas import fan_out
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SHARE = jsonschemas.SHARE
-
-
-def fan_out_defs(depth: int) -> dict[str, Any]:
-    """d_i = anyOf[$ref d_i+1, $ref d_i+1], leaf an integer: a string tries all 2^depth paths."""
-    defs: dict[str, Any] = {
-        f"d{i}": {"anyOf": [{"$ref": f"#/$defs/d{i + 1}"}, {"$ref": f"#/$defs/d{i + 1}"}]}
-        for i in range(depth)
-    }
-    defs[f"d{depth}"] = {"type": "integer"}
-    return defs
 
 
 KINDS = {
@@ -45,7 +35,11 @@ KINDS = {
         # deepest the PUT accepts) before it is refused; ~5 ms of CPU an item.
         "costly": {
             "description": "Items of a deep fan-out.",
-            "schema": {"type": "array", "items": {"$ref": "#/$defs/d0"}, "$defs": fan_out_defs(7)},
+            "schema": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/d0"},
+                "$defs": fan_out(7, "anyOf")["$defs"],
+            },
         },
     }
 }
