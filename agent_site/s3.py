@@ -15,7 +15,7 @@ S3Storage gives each thread a boto3 session of its own (sessions are not thread-
 new botocore session loads botocore's JSON models again (``endpoints.json``, S3's
 ``service-2.json``, …) into a cache of its own: measured here, ~130 ms of CPU and **~12.6 MiB of
 RSS per thread** that touches the storage (eight threads: +106 MiB). The request threads live as
-long as the process (issue 11), so a daphne whose forty threads had each stored or served a blob
+long as the process, so a daphne whose forty threads had each stored or served a blob
 would hold ~500 MiB of copies of the same JSON (computed, 40 × 12.6 MiB). Here every session this
 storage makes is given the process's one loader (its cache of parsed models): a thread's first S3
 call costs ~20 ms and ~0.5 MiB. The sessions, clients and resources stay per thread, as before;

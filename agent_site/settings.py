@@ -532,7 +532,7 @@ ARTIFACTS_S3_REDIRECT = env_bool("ARTIFACTS_S3_REDIRECT", False)
 if ARTIFACTS_S3_REDIRECT and ARTIFACTS_STORAGE != "s3":
     raise ImproperlyConfigured("ARTIFACTS_S3_REDIRECT needs ARTIFACTS_STORAGE=s3.")
 
-# --- REST API (issue 3) --------------------------------------------------------------------
+# --- REST API --------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "artifacts_app.rest.auth.BearerAuthentication",

@@ -23,7 +23,7 @@ urlpatterns = [
     path("playground/preview", playground.preview, name="playground-preview"),
     path("accounts/login/", accounts_login, name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    # --- REST API (issue 3): schema, offline docs, then every agent's /<slug>/v1/ routes ---
+    # --- REST API: schema, offline docs, then every agent's /<slug>/v1/ routes ---
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("", include("artifacts_app.rest.urls")),

@@ -1,4 +1,4 @@
-"""Dependency failures, named once (issue 14; docs/operations.md "When a dependency fails").
+"""Dependency failures, named once (docs/operations.md "When a dependency fails").
 
 A request can fail because the service's own dependencies do: the database refuses, stalls past
 its timeouts or is not there, the blob storage is full, read-only or unreachable. None of that is

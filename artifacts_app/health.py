@@ -1,4 +1,4 @@
-"""What the site answers while a dependency fails (issue 14; docs/operations.md "When a
+"""What the site answers while a dependency fails (docs/operations.md "When a
 dependency fails"): ``/healthz`` for load balancers, and the 503/507 envelope for any request that
 hits the failure.
 

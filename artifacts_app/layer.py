@@ -1,4 +1,4 @@
-"""The channel layer's servers, looked at directly (issue 14): are they there, and are they the
+"""The channel layer's servers, looked at directly: are they there, and are they the
 same servers as before?
 
 A Redis that restarts forgets every group membership and every queued message, and channels_redis

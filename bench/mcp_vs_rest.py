@@ -1,4 +1,4 @@
-"""MCP beside REST on one real daphne, in interleaved rounds of the same run (issue 17).
+"""MCP beside REST on one real daphne, in interleaved rounds of the same run.
 
     .venv/bin/python bench/mcp_vs_rest.py [--requests 300] [--rounds 3]
 

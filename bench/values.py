@@ -1,4 +1,4 @@
-"""The door for values against orjson alone, same run (issue 13): what the one check and the one
+"""The door for values against orjson alone, same run: what the one check and the one
 parser add to a tag.
 
     .venv/bin/python bench/values.py [--rounds 7]

@@ -1,4 +1,4 @@
-"""A layer that goes away or restarts (issue 14): the watch of the layer's servers that catches the
+"""A layer that goes away or restarts: the watch of the layer's servers that catches the
 hub's feeds up from the stored events while they are away and re-adds every group when they are back
 or restarted. Functions of a ``Hub`` (its watcher task runs ``watch_forever``)."""
 

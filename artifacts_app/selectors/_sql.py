@@ -109,7 +109,7 @@ def _api_key_sql(quote: Any) -> str:
 def api_key_by_hash(secret_hash: str) -> Any:
     """The active key or token with this hash, with its agent or user loaded, in one indexed
     statement (the unique ``secret_hash``; two primary-key joins). Every authenticated request runs
-    it; through the ORM's ``select_related`` it cost a third of a tag over HTTP (issue 11)."""
+    it; through the ORM's ``select_related`` it cost a third of a tag over HTTP."""
     db = connections[DEFAULT_DB_ALIAS]
     with db.cursor() as cursor:
         cursor.execute(_statement(db, _api_key_sql), [secret_hash])

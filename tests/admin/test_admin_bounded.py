@@ -106,7 +106,7 @@ def test_dashboard_statements_use_their_indexes(reviewer, freeform, capsys):
     sqls = [q["sql"] for q in captured.captured_queries]
     assert len(sqls) == 4
     plans = [explain(sql) for sql in sqls]
-    with capsys.disabled():  # the plans, for the record (issue 18 asks for them)
+    with capsys.disabled():  # the plans, for the record
         for sql, plan in zip(sqls, plans, strict=True):
             print(f"\n--- {sql}\n{plan}")
     tags, evictions, kinds, latest = plans

@@ -1,4 +1,4 @@
-"""Lists that read at a glance (issue 18 item 1): ids in URLs are the ids, times ISO UTC to the
+"""Lists that read at a glance: ids in URLs are the ids, times ISO UTC to the
 second, one sign for empty values, and a date drill-down that offers only dates holding records."""
 
 from __future__ import annotations

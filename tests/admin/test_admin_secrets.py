@@ -1,4 +1,4 @@
-"""Secrets in the admin (issue 13 item 3, API.md "Authentication"): ``is_staff`` alone never mints
+"""Secrets in the admin (API.md "Authentication"): ``is_staff`` alone never mints
 or revokes agent keys or user tokens; superusers and holders of the API key permissions do. And
 every admin write goes through the services, a refusal becoming a message, never a 500."""
 

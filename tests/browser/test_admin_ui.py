@@ -1,4 +1,4 @@
-"""The supervisors' admin in real Chromium (issue 18): the artifact list at 1280×800, each kind of
+"""The supervisors' admin in real Chromium: the artifact list at 1280×800, each kind of
 rendered preview, the history diff and pins, and the agent dashboard — against a real daphne with
 DEBUG off and collected static files (tests/browser/server.py).
 

@@ -1,5 +1,5 @@
 """Real Chromium: every content type the service accepts is shown as text, as an image/PDF, or
-downloaded — never rendered as HTML on our origin (issue 13 item 2; API.md "Content").
+downloaded — never rendered as HTML on our origin (API.md "Content").
 
 The body of every artifact is an HTML page with a fake login form and a script; a browser that
 rendered it as HTML would put the form into the DOM (and the script, were it not for the sandbox,

@@ -1,4 +1,4 @@
-"""A re-tag that moves a record out of a session (API.md "Events", issue 13 item 8): the old
+"""A re-tag that moves a record out of a session (API.md "Events"): the old
 session's stream (and the agent's) gets ``artifact.deleted`` with reason ``moved`` first, then the
 new session gets the ``artifact.tagged``; the old stream never sees the new data."""
 

@@ -1,4 +1,4 @@
-"""Real faults for the tests of issue 14, each bounded in time and undone at the end:
+"""Real faults for the fault tests, each bounded in time and undone at the end:
 
 - ``silent_port``: a TCP listener that accepts connections and never answers (a stalled database);
 - ``closed_port``: a port nothing listens on (a database that refuses);

@@ -1,4 +1,4 @@
-"""``kill -9`` of a daphne in the middle of multipart uploads (issue 14 item 4): the temporary
+"""``kill -9`` of a daphne in the middle of multipart uploads: the temporary
 files it was writing stay behind, and ``gc_blobs`` removes them; every acknowledged tag still has
 its bytes."""
 

@@ -1,4 +1,4 @@
-"""A database that is not there, refuses, or accepts and never answers (issue 14 item 2): requests
+"""A database that is not there, refuses, or accepts and never answers: requests
 answer the 503 envelope (never HTML, never a hang) within the connect timeout, streams close with
 4503, ``/healthz`` says so, and ``check`` / ``migrate`` stop with artifacts.E103. Real daphnes and
 real ``manage.py`` processes against real faults: an SQLite file that cannot be opened, a closed

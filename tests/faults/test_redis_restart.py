@@ -1,4 +1,4 @@
-"""A Redis that goes away and comes back restarted (issue 14 item 1): no subscriber is cut off.
+"""A Redis that goes away and comes back restarted: no subscriber is cut off.
 
 Two daphnes share the test database and a redis-server of the test's own (started on a free port,
 killed and started again: it comes back empty, its groups forgotten). Subscribers on both

@@ -1,4 +1,4 @@
-"""A full disk under a real daphne (issue 14 item 3): a body streamed from the socket
+"""A full disk under a real daphne: a body streamed from the socket
 (agent_site/server.py) into the blob writer is answered 507 with the envelope while it arrives, no
 temporary file is kept, and requests that need no disk are served."""
 

@@ -1,4 +1,4 @@
-"""A full or read-only blob store (issue 14 item 3): 507 / 503 with the envelope, nothing stored,
+"""A full or read-only blob store: 507 / 503 with the envelope, nothing stored,
 no temporary file left, the rest of the API serving; ``/healthz`` says which. Real faults: a
 4 MiB tmpfs mounted for the test and filled, a read-only mount."""
 

@@ -1,4 +1,4 @@
-"""Timeouts by default wherever a dependency can stall (issue 14), overridable."""
+"""Timeouts by default wherever a dependency can stall, overridable."""
 
 from __future__ import annotations
 

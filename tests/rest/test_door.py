@@ -1,4 +1,4 @@
-"""The one door for values (issue 13, items 1, 4, 5, 6): every value both databases cannot hold is
+"""The one door for values: every value both databases cannot hold is
 refused with the envelope naming the field, on every entry point, and what was stored can always
 be listed, read and replayed. These run on SQLite and, in CI's scale pass, on PostgreSQL."""
 

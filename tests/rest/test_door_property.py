@@ -1,6 +1,6 @@
 """Property: whatever JSON a client sends to tag, to the tool (as an object and as JSON text) or to
 sessions, the answer is never a 5xx, every refusal is the envelope, and after every accepted tag
-the agent's list, the record and a websocket ``?after=0`` replay still answer (issue 13).
+the agent's list, the record and a websocket ``?after=0`` replay still answer.
 
 The bodies are JSON *text*, built token by token, so that they can hold what no Python value
 would: NaN and Infinity literals, integers past 64 bits, ``\\u0000`` and lone-surrogate escapes in

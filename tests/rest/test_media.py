@@ -1,4 +1,4 @@
-"""Media types parsed, not pattern-matched; downloads named; multipart details (issue 13 items 2, 6, 7)."""
+"""Media types parsed, not pattern-matched; downloads named; multipart details."""
 
 from __future__ import annotations
 

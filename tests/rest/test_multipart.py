@@ -1,6 +1,6 @@
 """The streaming multipart parser (``artifacts_app/rest/multipart.py``) answers what Django's
 parser answers, however the body is cut into reads, hands file parts on uncopied, and keeps
-Django's limits (issue 11)."""
+Django's limits."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """HTTPS settings from the environment, and `check --deploy` clean with the production environment
-docs/operations.md documents (issue 13 item 10)."""
+docs/operations.md documents."""
 
 from __future__ import annotations
 
