@@ -31,9 +31,9 @@ class TagResult:
     created: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Tag:
-    """A tag's values once the rules have passed."""
+    """A tag's values once the rules have passed (by keyword: six of them are ``str | None``)."""
 
     agent: Agent
     max: int

@@ -91,17 +91,17 @@ def artifact_tag(
     if content_type is not None:
         content_type = media.canonical(content_type)  # stored and served as parsed
     tag = Tag(
-        agent,
-        spec.max,
-        spec.keep_for(kind_name),
-        kind_name,
-        key,
-        title,
-        parsed,
-        session_id,
-        turn_id,
-        source,
-        artifact_id,
+        agent=agent,
+        max=spec.max,
+        keep_versions=spec.keep_for(kind_name),
+        kind=kind_name,
+        key=key,
+        title=title,
+        data=parsed,
+        session_id=session_id,
+        turn_id=turn_id,
+        source=source,
+        artifact_id=artifact_id,
     )
     if contents is not None and artifact_id is None and agent.artifact_count >= spec.max:
         _room_check(agent, spec.max, key)
@@ -181,17 +181,17 @@ def artifact_content_put(
             checked = _retag_validate(spec, row, content_type)
         kind_name, parsed = checked
         tag = Tag(
-            agent,
-            spec.max,
-            spec.keep_for(kind_name),
-            kind_name,
-            row["key"],
-            row["title"],
-            parsed,
-            row["session__sid"],
-            row["turn_id"],
-            row["source"],
-            artifact_id,
+            agent=agent,
+            max=spec.max,
+            keep_versions=spec.keep_for(kind_name),
+            kind=kind_name,
+            key=row["key"],
+            title=row["title"],
+            data=parsed,
+            session_id=row["session__sid"],
+            turn_id=row["turn_id"],
+            source=row["source"],
+            artifact_id=artifact_id,
         )
         return tag_locked(tag, content)
 

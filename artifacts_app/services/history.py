@@ -68,16 +68,16 @@ def artifact_restore(
                 old["blob__size"], old["content_type"] or DEFAULT_BYTES_TYPE, old["blob_id"]
             )
         tag = Tag(
-            agent,
-            spec.max,
-            spec.keep_for(kind_name),
-            kind_name,
-            current["key"],
-            old["title"],
-            parsed,
-            current["session__sid"],
-            turn_id,
-            Artifact.SOURCE_HOST,
+            agent=agent,
+            max=spec.max,
+            keep_versions=spec.keep_for(kind_name),
+            kind=kind_name,
+            key=current["key"],
+            title=old["title"],
+            data=parsed,
+            session_id=current["session__sid"],
+            turn_id=turn_id,
+            source=Artifact.SOURCE_HOST,
         )
         return tag_locked(tag, content, carry_content=False)
 
