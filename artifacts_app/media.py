@@ -33,12 +33,21 @@ INLINE_SAFE = frozenset(
         "application/json",
     }
 )
-_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
-_QUOTED = r'"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e]|\\[\t\x20-\x7e])*"'
-_TYPE_RE = re.compile(rf"({_TOKEN})/({_TOKEN})")
-_PARAM_RE = re.compile(rf"[ \t]*;[ \t]*({_TOKEN})=({_TOKEN}|{_QUOTED})")
+# The grammar (RFC 9110 §5.6.2 token, §5.6.4 quoted-string), public for the schemas that state it.
+TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+QUOTED = r'"(?:[\t\x20\x21\x23-\x5b\x5d-\x7e]|\\[\t\x20-\x7e])*"'
+# A quoted string without a comma (``parse`` refuses any comma, quoted or not).
+_QUOTED_NO_COMMA = QUOTED.replace("\\x23-\\x5b", "\\x23-\\x2b\\x2d-\\x5b").replace(
+    "\\x20-\\x7e", "\\x20-\\x2b\\x2d-\\x7e"
+)
+PATTERN = f"{TOKEN}/{TOKEN}(?:[ \\t]*;[ \\t]*{TOKEN}=(?:{TOKEN}|{_QUOTED_NO_COMMA}))*(?:[ \\t]*;)?"
+"""One media type as ``parse`` reads it (type/subtype, ``;name=value`` parameters, an empty ``;``
+at the end, no comma), without the whitespace ``parse`` strips around it: a schema's pattern (a
+header's value, which HTTP trims). Not anchored."""
+_TYPE_RE = re.compile(rf"({TOKEN})/({TOKEN})")
+_PARAM_RE = re.compile(rf"[ \t]*;[ \t]*({TOKEN})=({TOKEN}|{QUOTED})")
 _EMPTY_PARAM_RE = re.compile(r"[ \t]*;[ \t]*")
-_TOKEN_RE = re.compile(_TOKEN)
+_TOKEN_RE = re.compile(TOKEN)
 
 
 @dataclass(frozen=True)

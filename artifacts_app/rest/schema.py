@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 
-from artifacts_app import names
-from artifacts_app.rest.serializers import ErrorSerializer
+from artifacts_app import names, tag_input
+from artifacts_app.jsontypes import JSONObject
+from artifacts_app.rest.serializers import ErrorSerializer, TagSerializer
 from artifacts_app.selectors.pages import DEFAULT_LIMIT, MAX_LIMIT
 
 
@@ -29,6 +30,16 @@ class BearerScheme(OpenApiAuthenticationExtension):
             "scheme": "bearer",
             "description": "An agent key (aak_…) or a user token (aau_…).",
         }
+
+
+class TagInputExtension(OpenApiSerializerExtension):
+    """A tag's JSON body (``TagRequest``) as ``tag_input`` declares it: one declaration for the
+    view, the rules, the tool and this schema."""
+
+    target_class = TagSerializer
+
+    def map_serializer(self, auto_schema: Any, direction: str) -> JSONObject:
+        return tag_input.openapi_schema()
 
 
 # Every error code the REST routes answer, with its status. An operation names the codes of its

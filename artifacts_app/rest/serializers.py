@@ -9,14 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from artifacts_app import media
-from artifacts_app.names import (
-    CONTENT_TYPE_MAX,
-    KEY_MAX,
-    KIND_PATTERN,
-    SESSION_ID_PATTERN,
-    TITLE_MAX,
-    TURN_MAX,
-)
+from artifacts_app.names import SESSION_ID_PATTERN
 from artifacts_app.services.kinds import COLUMN_MAX
 
 
@@ -30,20 +23,9 @@ def text(low: int, high: int) -> list[RegexValidator]:
     return pattern(f"[^\\u0000]{{{low},{high}}}")
 
 
-# One media type, as media.parse reads it: type/subtype, ;name=value parameters, no comma.
-_QUOTED_NO_COMMA = media._QUOTED.replace("\\x23-\\x5b", "\\x23-\\x2b\\x2d-\\x5b").replace(
-    "\\x20-\\x7e", "\\x20-\\x2b\\x2d-\\x7e"
-)
-_MEDIA_TYPE = (
-    f"{media._TOKEN}/{media._TOKEN}"
-    f"(?:[ \\t]*;[ \\t]*{media._TOKEN}=(?:{media._TOKEN}|{_QUOTED_NO_COMMA}))*"
-    "(?:[ \\t]*;)?"
-)
-MEDIA_TYPE_PATTERN = f"[ \\t]*{_MEDIA_TYPE}[ \\t]*"  # a JSON contentType: media.parse strips it
-# A header value: HTTP trims the whitespace around it. (Stating it again for a header, where no
-# value can have it, makes hypothesis's generation of the header ~3x cheaper.)
-MEDIA_TYPE_HEADER_PATTERN = _MEDIA_TYPE
-BASE64_PATTERN = "(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?"
+# A Content-Type header's value: one media type, as media.parse reads it (HTTP trims the
+# whitespace around a header's value, so the pattern has none).
+MEDIA_TYPE_HEADER_PATTERN = media.PATTERN
 
 
 @extend_schema_field(OpenApiTypes.ANY)
@@ -127,72 +109,10 @@ class DiffSerializer(serializers.Serializer):
         return fields
 
 
-@extend_schema_field(
-    {
-        "description": "Any JSON but null; checked against the kind's schema. Integers within "
-        "64 bits, floats below 2**63 in magnitude, no U+0000 or lone surrogates in strings and "
-        'keys, at most 100 levels deep (API.md "Errors").',
-        "anyOf": [
-            {"type": "object"},
-            {"type": "array"},
-            {"type": "string", "pattern": "^[^\\u0000]*$"},
-            {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1},
-            {"type": "number", "minimum": -(2**63) + 1024, "maximum": 2**63 - 1024},
-            {"type": "boolean"},
-        ],
-    }
-)
-class DataField(serializers.JSONField):
-    pass
-
-
 class TagSerializer(serializers.Serializer):
-    kind = serializers.CharField(
-        required=False,
-        allow_null=True,
-        validators=pattern(KIND_PATTERN),
-        help_text="One of the agent's kinds (GET artifacts/kinds): required when it declares "
-        "any (else 400 unknown_kind); with none declared, any name, and left out or null it is "
-        "`artifact`.",
-    )
-    key = serializers.CharField(
-        required=False,
-        allow_null=True,
-        validators=text(1, KEY_MAX),
-        help_text="The upsert handle; leave it out (or null) for an unkeyed record.",
-    )
-    title = serializers.CharField(
-        required=False, allow_null=True, allow_blank=True, validators=text(0, TITLE_MAX)
-    )
-    data = DataField()  # type: ignore[assignment]  # the wire field shadows Serializer.data
-    sessionId = serializers.CharField(
-        required=False,
-        allow_null=True,
-        validators=pattern(SESSION_ID_PATTERN),
-        help_text="An existing session of this agent (else 404 unknown_session).",
-    )
-    turnId = serializers.CharField(
-        required=False, allow_null=True, allow_blank=True, validators=text(0, TURN_MAX)
-    )
-    source = serializers.ChoiceField(  # type: ignore[assignment]  # shadows Field.source
-        choices=["host", "model"], required=False
-    )
-    contents = serializers.CharField(
-        required=False,
-        allow_null=True,
-        allow_blank=True,
-        help_text="Stored as UTF-8. At most one of contents/contentsBase64.",
-    )
-    contentsBase64 = serializers.CharField(
-        required=False, allow_null=True, allow_blank=True, validators=pattern(BASE64_PATTERN)
-    )
-    contentType = serializers.CharField(
-        required=False,
-        allow_null=True,
-        max_length=CONTENT_TYPE_MAX,
-        validators=pattern(MEDIA_TYPE_PATTERN),
-        help_text="One media type (no comma); only with contents.",
-    )
+    """A tag's JSON body. Its fields are declared once, in ``tag_input``: the schema shows
+    ``tag_input.openapi_schema()`` (``rest.schema.TagInputExtension``), and the view reads the
+    body with ``tag_input`` too; the services hold every rule."""
 
 
 class TagMultipartSerializer(serializers.Serializer):

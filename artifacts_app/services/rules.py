@@ -11,15 +11,11 @@ from django.db import transaction
 
 from artifacts_app import media
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Artifact
-from artifacts_app.names import (
-    KEY_MAX,
-    KIND_RE,
-    SESSION_ID_RE,
-    TITLE_MAX,
-    TURN_MAX,
-)
+from artifacts_app.names import KIND_RE, SESSION_ID_RE
 from artifacts_app.registry import FREEFORM_KIND, AgentSpec
+from artifacts_app.tag_input import KEY, SESSION_ID, SOURCE, TITLE, TURN_ID, TagField
 from artifacts_app.values import check_text, check_value
 
 SOURCES = (Artifact.SOURCE_HOST, Artifact.SOURCE_MODEL)
@@ -36,12 +32,15 @@ def check_session_id(sid: Any, *, field: str) -> None:
         )
 
 
-def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
+def _check_text(value: JSON, declared: TagField) -> None:
+    # The limit and the code are the declaration's (tag_input), as the schema shows them.
     if value is None:
         return
+    field, code = declared.name, declared.code
     if not isinstance(value, str):
         raise ArtifactError(code, f"`{field}` must be a string or null.", {"field": field})
-    if len(value) > limit:
+    limit = declared.max_length
+    if limit is not None and len(value) > limit:
         raise ArtifactError(
             code, f"`{field}` is {len(value)} characters; the limit is {limit}.", {"field": field}
         )
@@ -118,30 +117,30 @@ def _check_data_size(parsed: Any) -> None:
 def tag_validate(
     *,
     spec: AgentSpec,
-    kind: Any,
-    key: Any,
-    title: Any,
-    data: Any,
-    session_id: Any,
-    turn_id: Any,
-    source: Any,
+    kind: JSON,
+    key: JSON,
+    title: JSON,
+    data: JSON,
+    session_id: JSON,
+    turn_id: JSON,
+    source: JSON,
     has_contents: bool,
-    content_type: Any,
-) -> tuple[str, Any]:
+    content_type: JSON,
+) -> tuple[str, JSON]:
     """Every Tag rule that needs no database; answers the kind in force and the parsed data."""
-    _check_text(key, field="key", limit=KEY_MAX, code="invalid_key")
+    _check_text(key, KEY)
     if key == "":
         raise ArtifactError(
-            "invalid_key",
+            KEY.code,
             "`key` may not be empty: leave it out for an unkeyed record.",
-            {"field": "key"},
+            {"field": KEY.name},
         )
-    _check_text(title, field="title", limit=TITLE_MAX, code="invalid_title")
-    _check_text(turn_id, field="turnId", limit=TURN_MAX, code="invalid_turn_id")
+    _check_text(title, TITLE)
+    _check_text(turn_id, TURN_ID)
     if session_id is not None:
-        check_session_id(session_id, field="sessionId")
+        check_session_id(session_id, field=SESSION_ID.name)
     if source not in SOURCES:
-        raise ArtifactError("invalid_source", '`source` is "host" or "model".', {"field": "source"})
+        raise ArtifactError(SOURCE.code, '`source` is "host" or "model".', {"field": SOURCE.name})
     _check_content_type(content_type, has_contents=has_contents)
     kind_name = _resolve_kind(spec, kind)
     parsed = parse_data(spec, kind_name, data)

@@ -10,20 +10,13 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from artifacts_app import tag_input
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.registry import TOOL_NAME, AgentSpec
 from artifacts_app.tool.schema import Strictifier, data_schema
 
 FORMATS = ("anthropic", "openai", "openai-responses")
 DEFAULT_FORMAT = "anthropic"
-
-KEY_DESCRIPTION = (
-    "A stable identity for this artifact, such as its URL or path: tagging the same key again "
-    "replaces that artifact instead of adding another. null for a one-off output."
-)
-TITLE_DESCRIPTION = (
-    "A short title a person will see in a list (at most 512 characters); null for none."
-)
 
 
 def description(spec: AgentSpec) -> str:
@@ -41,17 +34,25 @@ def description(spec: AgentSpec) -> str:
 
 
 def _branch(name: str, kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
-    data = data_schema(name, kind.json_schema(), defs)
+    # The fields are tag_input's for the model: ``kind`` and ``data`` are this kind's, any other
+    # is text or null, worded for the model. Every one is required (strict mode wants them all).
+    properties: dict[str, Any] = {}
+    for field in tag_input.MODEL_FIELDS:
+        if field.name == "kind":
+            properties["kind"] = {"type": "string", "enum": [name]}
+        elif field.name == "data":
+            properties["data"] = data_schema(name, kind.json_schema(), defs)
+        else:
+            kinds = field.schema["type"]
+            properties[field.name] = {
+                "type": [kinds, "null"] if field.nullable else kinds,
+                "description": field.model_description,
+            }
     return {
         "type": "object",
         "description": f"A {name!r} artifact: {kind.description}",
-        "properties": {
-            "kind": {"type": "string", "enum": [name]},
-            "key": {"type": ["string", "null"], "description": KEY_DESCRIPTION},
-            "title": {"type": ["string", "null"], "description": TITLE_DESCRIPTION},
-            "data": data,
-        },
-        "required": ["kind", "key", "title", "data"],
+        "properties": properties,
+        "required": list(properties),
         "additionalProperties": False,
     }
 

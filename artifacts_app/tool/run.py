@@ -14,14 +14,27 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from artifacts_app import tag_input
 from artifacts_app.errors import ArtifactError, SchemaInvalidError
 from artifacts_app.records import ArtifactRecord
 from artifacts_app.registry import AgentSpec
 from artifacts_app.tool.schema import strip_defaulted_nulls
 from artifacts_app.values import json_loads
 
-ARTIFACT_FIELDS = ("kind", "key", "title", "data")
-SHAPE = '{"artifact": {"kind": ..., "key": ... or null, "title": ... or null, "data": ...}}'
+# The model's ``artifact`` takes the tag's fields ``tag_input`` offers the model; ``kind`` and
+# ``data`` are the kind's (never null), the others null for none.
+ARTIFACT_FIELDS = tuple(field.name for field in tag_input.MODEL_FIELDS)
+_BY_KIND = ("kind", "data")
+SHAPE = (
+    '{"artifact": {'
+    + ", ".join(
+        f'"{field.name}": ...'
+        + (" or null" if field.nullable and field.name not in _BY_KIND else "")
+        for field in tag_input.MODEL_FIELDS
+    )
+    + "}}"
+)
+_LISTED = ", ".join(ARTIFACT_FIELDS[:-1]) + " and " + ARTIFACT_FIELDS[-1]
 
 
 class ToolInputError(ArtifactError):
@@ -77,7 +90,7 @@ def parse_call(spec: AgentSpec, tool_input: Any) -> ToolCall:
     extra = sorted(set(artifact) - set(ARTIFACT_FIELDS))
     if extra:
         raise ToolInputError(
-            f"`artifact.{extra[0]}` is not a field; the fields are kind, key, title and data.",
+            f"`artifact.{extra[0]}` is not a field; the fields are {_LISTED}.",
             f"artifact.{extra[0]}",
         )
     allowed = sorted(spec.kinds)

@@ -10,8 +10,9 @@ from typing import Any
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 
-from artifacts_app import access, media, selectors, services
+from artifacts_app import access, media, selectors, services, tag_input
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX
 from artifacts_app.records import record_json
@@ -26,25 +27,15 @@ from artifacts_app.rest.parsers import (
 )
 from artifacts_app.rest.schema import CURSOR, JSON_BODY, LIMIT, PAGE, TAG, errors, query_text
 from artifacts_app.rest.views.base import AgentView, json_response, object_body
+from artifacts_app.services import TagResult
+from artifacts_app.services.artifacts import Contents
 from artifacts_app.values import json_loads
 
-TAG_FIELDS = frozenset(
-    {
-        "kind",
-        "key",
-        "title",
-        "data",
-        "sessionId",
-        "turnId",
-        "source",
-        "contents",
-        "contentsBase64",
-        "contentType",
-    }
-)
+# A JSON body's and a multipart record's fields (``tag_input`` declares them).
+TAG_FIELDS = tag_input.NAMES
 
 
-def _contents(body: dict[str, Any]) -> bytes | str | None:
+def _contents(body: JSONObject) -> bytes | str | None:
     text, encoded = body.get("contents"), body.get("contentsBase64")
     if text is not None and encoded is not None:
         raise ArtifactError(
@@ -78,23 +69,15 @@ def _contents(body: dict[str, Any]) -> bytes | str | None:
     return None
 
 
-def _tag(agent: Agent, body: dict[str, Any], contents: Any, content_type: Any) -> Any:
-    source = body.get("source")
+def _tag(
+    agent: Agent, body: JSONObject, contents: Contents | None, content_type: JSON
+) -> TagResult:
     return services.artifact_tag(
-        agent=agent,
-        data=body.get("data"),
-        kind=body.get("kind"),
-        key=body.get("key"),
-        title=body.get("title"),
-        session_id=body.get("sessionId"),
-        turn_id=body.get("turnId"),
-        source="host" if source is None else source,
-        contents=contents,
-        content_type=content_type,
+        agent=agent, contents=contents, content_type=content_type, **tag_input.arguments(body)
     )
 
 
-def tag_json(agent: Agent, data: Any) -> HttpResponse:
+def tag_json(agent: Agent, data: JSON) -> HttpResponse:
     """A JSON tag's body (parsed) to its answer: the tag route's and its lean road's one way
     (``rest/lean.py``)."""
     body = object_body(data, TAG_FIELDS)
