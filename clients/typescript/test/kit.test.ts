@@ -18,6 +18,7 @@ import {
   type ArtifactsClient,
   type TaggedEvent,
   type ArtifactsSpec,
+  type TagInput,
   connect,
   defineArtifacts,
   subscribe,
@@ -136,6 +137,35 @@ describe("tag, get, delete", () => {
     const answer = await notes.kinds();
     assert.deepEqual(answer.kinds, []);
     assert.equal(answer.agentTool, false);
+  });
+});
+
+// TagInput, key by key: tsc holds these to the interface (every key, no other; the required ones).
+const TAG_INPUT_KEYS: Record<keyof TagInput, true> = {
+  kind: true,
+  key: true,
+  title: true,
+  data: true,
+  sessionId: true,
+  turnId: true,
+  source: true,
+  contents: true,
+  contentType: true,
+};
+type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
+const TAG_INPUT_REQUIRED: Record<RequiredKeys<TagInput>, true> = { data: true };
+
+describe("the tag's input against the server's schema", () => {
+  test("TagInput names every field of the server's TagRequest and requires what it requires", async () => {
+    const response = await fetch(`${served.base}/api/schema/?format=json`);
+    assert.equal(response.status, 200);
+    type Body = { properties: Record<string, unknown>; required: string[] };
+    const schema = (await response.json()) as { components: { schemas: { TagRequest: Body } } };
+    const request = schema.components.schemas.TagRequest;
+    // The contents travel as `contents` or `contentsBase64` (or a multipart part): one key here.
+    const fields = Object.keys(request.properties).filter((name) => name !== "contentsBase64");
+    assert.deepEqual(Object.keys(TAG_INPUT_KEYS).sort(), fields.sort());
+    assert.deepEqual(Object.keys(TAG_INPUT_REQUIRED).sort(), [...request.required].sort());
   });
 });
 
