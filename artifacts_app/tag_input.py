@@ -216,14 +216,16 @@ MODEL_FIELDS: tuple[TagField, ...] = tuple(field for field in FIELDS if field.mo
 """The fields of the model's ``artifact``, in the tool's order."""
 
 
+_ARGUMENTS = tuple((f.name, f.param, f.default) for f in FIELDS if not f.content)
+
+
 def arguments(body: Mapping[str, JSON]) -> dict[str, JSON]:
     """The keywords of ``services.artifact_tag`` a body's fields give, the contents fields aside
     (each left out or null is its default)."""
     found: dict[str, JSON] = {}
-    for field in FIELDS:
-        if not field.content:
-            value = body.get(field.name)
-            found[field.param] = field.default if value is None else value
+    for name, param, default in _ARGUMENTS:
+        value = body.get(name)
+        found[param] = default if value is None else value
     return found
 
 
