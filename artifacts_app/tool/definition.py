@@ -43,9 +43,9 @@ def _branch(name: str, kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
         elif field.name == "data":
             properties["data"] = data_schema(name, kind.json_schema(), defs)
         else:
-            kinds = field.schema["type"]
+            json_type = field.schema["type"]
             properties[field.name] = {
-                "type": [kinds, "null"] if field.nullable else kinds,
+                "type": [json_type, "null"] if field.nullable else json_type,
                 "description": field.model_description,
             }
     return {
