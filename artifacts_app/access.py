@@ -15,8 +15,9 @@ import copy
 from dataclasses import dataclass, replace
 from enum import Enum, StrEnum
 from functools import cached_property
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
+from django.contrib.auth.models import AbstractUser
 from django.db.models import Q
 
 from artifacts_app import selectors
@@ -38,7 +39,7 @@ STAFF = "staff"
 @dataclass(frozen=True)
 class Caller:
     kind: str
-    user: Any = None  # the Django user (users and staff)
+    user: AbstractUser | None = None  # the Django user (users and staff)
     agent_id: int | None = None  # the agent an agent key belongs to
     key: ApiKey | None = None  # the key or token used, if any
 
@@ -56,11 +57,11 @@ INVALID_TOKEN_MESSAGE = (
 )
 
 
-def is_staff(user: Any) -> bool:
+def is_staff(user: object) -> bool:
     """The staff rule: an active user with ``is_staff`` (REST, websockets and the admin)."""
-    return bool(
-        user is not None
-        and getattr(user, "is_authenticated", False)
+    return (
+        isinstance(user, AbstractUser)
+        and user.is_authenticated
         and user.is_active
         and user.is_staff
     )
@@ -76,9 +77,9 @@ def caller_from_key(key: ApiKey) -> Caller:
     return Caller(kind=STAFF if is_staff(user) else USER, user=user, key=key)
 
 
-def caller_from_user(user: Any) -> Caller:
+def caller_from_user(user: object) -> Caller:
     """The caller behind a Django user (session cookie); anonymous when not logged in."""
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+    if not isinstance(user, AbstractUser) or not user.is_authenticated or not user.is_active:
         return ANONYMOUS_CALLER
     return Caller(kind=STAFF if is_staff(user) else USER, user=user)
 
@@ -232,7 +233,7 @@ def visible_sessions(caller: Caller, agent: Agent) -> Q | None:
 def require_session_create(caller: Caller, agent: Agent, owner: str | None) -> str | None:
     """Agent keys and users create sessions; a user always owns what it creates. Answers the owner."""
     require(caller, agent, Action.CREATE_SESSION)
-    if caller.kind != USER:
+    if caller.kind != USER or caller.user is None:  # a user caller always has its user
         return owner
     username = caller.user.get_username()
     if owner is not None and owner != username:
@@ -371,24 +372,24 @@ MINT_PERMISSION = "artifacts_app.add_apikey"
 REVOKE_PERMISSION = "artifacts_app.change_apikey"
 
 
-def _may(user: Any, permission: str, owner: Any) -> bool:
-    if user is None or not getattr(user, "is_active", False) or not user.is_authenticated:
+def _may(user: object, permission: str, owner: AbstractUser | None) -> bool:
+    if not isinstance(user, AbstractUser) or not user.is_active or not user.is_authenticated:
         return False
     if user.is_superuser:
         return True
     # A holder of the permission acts on agents' keys and users' tokens, but never on a
     # superuser's: that would hand out (or take away) more than the holder has.
-    if owner is not None and getattr(owner, "is_superuser", False):
+    if owner is not None and owner.is_superuser:
         return False
     return bool(user.is_staff and user.has_perm(permission))
 
 
-def may_mint_secret(user: Any, owner: Any = None) -> bool:
+def may_mint_secret(user: object, owner: AbstractUser | None = None) -> bool:
     """Whether ``user`` may create an agent key, or a user token for ``owner`` (a user)."""
     return _may(user, MINT_PERMISSION, owner)
 
 
-def may_revoke_secret(user: Any, key: ApiKey | None = None) -> bool:
+def may_revoke_secret(user: object, key: ApiKey | None = None) -> bool:
     """Whether ``user`` may revoke ``key`` (any key or token, when None)."""
     owner = key.user if key is not None and key.user_id else None
     return _may(user, REVOKE_PERMISSION, owner)
