@@ -193,10 +193,13 @@ def require(caller: Caller, agent: Agent, action: Action) -> None:
         raise ForbiddenError("forbidden", rule.refusal)
 
 
+_SEES_EVERYTHING = TABLE[Action.READ].kinds - {USER}  # read once: every read asks it
+
+
 def sees_everything(caller: Caller) -> bool:
     """Whether the caller, once let in, sees every session of the agent (and what lies outside
     sessions): agent keys and staff; a user sees its own sessions only."""
-    return caller.kind != USER and caller.kind in TABLE[Action.READ].kinds
+    return caller.kind in _SEES_EVERYTHING
 
 
 def sees_session(caller: Caller, owner_id: int | None) -> bool:
