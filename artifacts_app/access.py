@@ -1,28 +1,23 @@
 """Who is calling, and what they may see and do: the one access rule (DESIGN.md §7, API.md table).
 
-Entry points resolve a ``Caller`` once (from a DRF request, a websocket scope, …) and ask these
-functions. Reads get a ``Q`` to filter querysets with (None: everything of the agent), so lists are
-protected, not only single objects; hidden and missing then look the same (404).
-
-| caller                | list/read/download          | tag | delete |
-|-----------------------|-----------------------------|-----|--------|
-| agent key of agent A  | every artifact of A         | A   | A      |
-| user                  | artifacts of owned sessions | no  | no     |
-| staff user            | everything                  | no  | yes    |
-
-Versions are read by their own session (``version_visibility``); pins are the deleters' (agent key,
-staff); restore is a tag (agent key).
-| no credentials        | nothing (401)               | no  | no     |
-A key of agent A used on agent B is 403.
+Entry points resolve a ``Caller`` once (from a DRF request, a websocket scope, …) and ask
+``require(caller, agent, Action.X)``; ``TABLE`` declares, for each action, which kinds of caller
+may. Reads get a ``Q`` to filter querysets with (``visible``, ``visible_sessions``; None:
+everything of the agent), so lists are protected, not only single objects; hidden and missing then
+look the same (404). The rule everywhere: no credentials are 401, an agent key on another agent is
+403, a kind of caller the table leaves out of an action is 403, and a user acts only on what lies
+in sessions it owns. docs/architecture.md "Access" shows the table (a test holds it to ``TABLE``).
 """
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, replace
+from enum import Enum, StrEnum
 from functools import cached_property
-from typing import Any
+from typing import Final, Literal
 
+from django.contrib.auth.models import AbstractUser
 from django.db.models import Q
 
 from artifacts_app import selectors
@@ -44,7 +39,7 @@ STAFF = "staff"
 @dataclass(frozen=True)
 class Caller:
     kind: str
-    user: Any = None  # the Django user (users and staff)
+    user: AbstractUser | None = None  # the Django user (users and staff)
     agent_id: int | None = None  # the agent an agent key belongs to
     key: ApiKey | None = None  # the key or token used, if any
 
@@ -62,11 +57,11 @@ INVALID_TOKEN_MESSAGE = (
 )
 
 
-def is_staff(user: Any) -> bool:
+def is_staff(user: object) -> bool:
     """The staff rule: an active user with ``is_staff`` (REST, websockets and the admin)."""
-    return bool(
-        user is not None
-        and getattr(user, "is_authenticated", False)
+    return (
+        isinstance(user, AbstractUser)
+        and user.is_authenticated
         and user.is_active
         and user.is_staff
     )
@@ -82,9 +77,9 @@ def caller_from_key(key: ApiKey) -> Caller:
     return Caller(kind=STAFF if is_staff(user) else USER, user=user, key=key)
 
 
-def caller_from_user(user: Any) -> Caller:
+def caller_from_user(user: object) -> Caller:
     """The caller behind a Django user (session cookie); anonymous when not logged in."""
-    if user is None or not getattr(user, "is_authenticated", False) or not user.is_active:
+    if not isinstance(user, AbstractUser) or not user.is_authenticated or not user.is_active:
         return ANONYMOUS_CALLER
     return Caller(kind=STAFF if is_staff(user) else USER, user=user)
 
@@ -119,162 +114,172 @@ def caller_from_authorization(header: str | bytes | None) -> Caller | None:
     return caller if caller.is_authenticated else None
 
 
-def _require_known(caller: Caller, agent: Agent) -> None:
+def _require_credentials(caller: Caller) -> None:
     if not caller.is_authenticated:
         raise UnauthenticatedError(
             "not_authenticated",
             "Send `Authorization: Bearer <agent key or user token>`, or log in.",
         )
+
+
+# --- the table: what each action needs, for each kind of caller -------------------------------
+
+
+class Action(StrEnum):
+    """Everything an entry point asks ``require`` (or a filter) about; ``TABLE`` says who may."""
+
+    READ = "read"  # list, read, download; versions, diffs, kinds, the tool's kinds; MCP's door
+    CREATE_SESSION = "create a session"
+    TAG = "tag"  # a tag, a content replacement, a run of the tool (REST, MCP)
+    DECLARE = "declare kinds"
+    RESTORE = "restore a version"
+    DELETE = "delete"
+    PIN = "pin, unpin"
+    TOOL_DEFINITION = "read the tool's definition"
+    WATCH_AGENT = "watch the agent's stream"
+    WATCH_SESSION = "watch a session's stream"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Who may: ``kinds`` of caller (an agent key only ever on its own agent; a user only on what
+    lies in sessions it owns). The others get 403 with ``refusal``; a user on a session it does not
+    own gets ``not_owner`` (reads: nothing of it, a 404 like a missing one)."""
+
+    kinds: frozenset[str]
+    refusal: str = ""
+    not_owner: str = ""
+
+
+_KEY, _KEY_STAFF, _ALL = (
+    frozenset({AGENT}),
+    frozenset({AGENT, STAFF}),
+    frozenset({AGENT, STAFF, USER}),
+)
+
+TABLE: dict[Action, Rule] = {
+    Action.READ: Rule(_ALL),
+    Action.CREATE_SESSION: Rule(
+        frozenset({AGENT, USER}),
+        "Staff supervise; sessions are created by agents and their users.",
+        "A user creates sessions it owns; leave `owner` out or name yourself.",
+    ),
+    Action.TAG: Rule(_KEY, "Only the agent's key may tag artifacts or run its tool."),
+    Action.DECLARE: Rule(_KEY, "Only the agent's key may declare its kinds."),
+    Action.RESTORE: Rule(_KEY, "Only the agent's key may restore a version (it is a tag)."),
+    Action.DELETE: Rule(_KEY_STAFF, "Only the agent's key or a staff user may delete artifacts."),
+    Action.PIN: Rule(_KEY_STAFF, "Only the agent's key or a staff user may pin or unpin."),
+    Action.TOOL_DEFINITION: Rule(
+        _KEY_STAFF, "Only the agent's key or a staff user may read its tool definition."
+    ),
+    Action.WATCH_AGENT: Rule(
+        _KEY_STAFF, "Only the agent's key or a staff user may watch the agent's stream."
+    ),
+    Action.WATCH_SESSION: Rule(_ALL, not_owner="This session belongs to someone else."),
+}
+
+
+def require(caller: Caller, agent: Agent, action: Action) -> None:
+    """The one rule: no credentials are 401; an agent key on another agent, and a caller whose
+    kind ``TABLE`` leaves out of ``action``, are 403. A user passes where it may act on its own
+    sessions; which those are is ``visible``'s, ``sees_session``'s or ``require_own``'s."""
+    _require_credentials(caller)
     if caller.kind == AGENT and caller.agent_id != agent.pk:
         raise ForbiddenError(
             "wrong_agent", f"This agent key belongs to another agent, not {agent.slug!r}."
         )
+    rule = TABLE[action]
+    if caller.kind not in rule.kinds:
+        raise ForbiddenError("forbidden", rule.refusal)
 
 
-def artifact_visibility(caller: Caller, agent: Agent) -> Q | None:
-    """The filter on ``Artifact`` rows of ``agent`` the caller may read (None: all of them)."""
-    _require_known(caller, agent)
-    if caller.kind in (AGENT, STAFF):
-        return None
-    return Q(session__owner=caller.user)
+_SEES_EVERYTHING = TABLE[Action.READ].kinds - {USER}  # read once: every read asks it
 
 
-def version_visibility(caller: Caller, agent: Agent) -> Q | None:
-    """The filter on ``ArtifactVersion`` rows the caller may read (None: all of them): a version is
-    visible by **its own** session, not the record's, so a record moved from alice's session into
-    bob's never shows bob what it held in alice's (API.md "Versions, pins and diffs")."""
-    _require_known(caller, agent)
-    if caller.kind in (AGENT, STAFF):
-        return None
-    return Q(session__owner=caller.user)
+def sees_everything(caller: Caller) -> bool:
+    """Whether the caller, once let in, sees every session of the agent (and what lies outside
+    sessions): agent keys and staff; a user sees its own sessions only."""
+    return caller.kind in _SEES_EVERYTHING
 
 
-def session_visibility(caller: Caller, agent: Agent) -> Q | None:
+def sees_session(caller: Caller, owner_id: int | None) -> bool:
+    """Whether the caller, once let in, sees what lies in a session owned by ``owner_id`` (None:
+    a session without an owner, or no session): the rule ``visible`` writes as a filter, asked
+    of one session in memory."""
+    if sees_everything(caller):
+        return True
+    return caller.user is not None and owner_id is not None and owner_id == caller.user.pk
+
+
+def require_own(caller: Caller, agent: Agent, action: Action, owner_id: int | None) -> None:
+    """``require``, then, for a user, that the session (of owner ``owner_id``) is its own."""
+    require(caller, agent, action)
+    if not sees_session(caller, owner_id):
+        raise ForbiddenError("forbidden", TABLE[action].not_owner)
+
+
+def visible(caller: Caller, agent: Agent) -> Q | None:
+    """The filter on the rows of ``agent`` that lie in a session — artifacts, and versions by
+    **their own** session, not the record's, so a record moved from alice's session into bob's
+    never shows bob what it held in alice's (API.md "Versions, pins and diffs") — the caller may
+    read (None: all of them). Hidden and missing then look the same: 404."""
+    require(caller, agent, Action.READ)
+    return None if sees_everything(caller) else Q(session__owner=caller.user)
+
+
+def visible_sessions(caller: Caller, agent: Agent) -> Q | None:
     """The filter on ``Session`` rows of ``agent`` the caller may read (None: all of them)."""
-    _require_known(caller, agent)
-    if caller.kind in (AGENT, STAFF):
-        return None
-    return Q(owner=caller.user)
-
-
-def require_tag(caller: Caller, agent: Agent) -> None:
-    """Only the agent's own key tags (and runs the tool)."""
-    _require_known(caller, agent)
-    if caller.kind != AGENT:
-        raise ForbiddenError("forbidden", "Only the agent's key may tag artifacts or run its tool.")
-
-
-def require_declare(caller: Caller, agent: Agent) -> None:
-    """Only the agent's own key declares its kinds (PUT artifacts/kinds)."""
-    _require_known(caller, agent)
-    if caller.kind != AGENT:
-        raise ForbiddenError("forbidden", "Only the agent's key may declare its kinds.")
-
-
-def require_delete(caller: Caller, agent: Agent) -> None:
-    """The agent's key and staff delete."""
-    _require_known(caller, agent)
-    if caller.kind not in (AGENT, STAFF):
-        raise ForbiddenError(
-            "forbidden", "Only the agent's key or a staff user may delete artifacts."
-        )
-
-
-def require_pin(caller: Caller, agent: Agent) -> None:
-    """The agent's key and staff pin and unpin."""
-    _require_known(caller, agent)
-    if caller.kind not in (AGENT, STAFF):
-        raise ForbiddenError("forbidden", "Only the agent's key or a staff user may pin or unpin.")
-
-
-def require_restore(caller: Caller, agent: Agent) -> None:
-    """A restore is a tag: only the agent's own key."""
-    _require_known(caller, agent)
-    if caller.kind != AGENT:
-        raise ForbiddenError(
-            "forbidden", "Only the agent's key may restore a version (it is a tag)."
-        )
+    require(caller, agent, Action.READ)
+    return None if sees_everything(caller) else Q(owner=caller.user)
 
 
 def require_session_create(caller: Caller, agent: Agent, owner: str | None) -> str | None:
     """Agent keys and users create sessions; a user always owns what it creates. Answers the owner."""
-    _require_known(caller, agent)
-    if caller.kind == AGENT:
+    require(caller, agent, Action.CREATE_SESSION)
+    if caller.kind != USER or caller.user is None:  # a user caller always has its user
         return owner
-    if caller.kind == USER:
-        username = caller.user.get_username()
-        if owner is not None and owner != username:
-            raise ForbiddenError(
-                "forbidden", "A user creates sessions it owns; leave `owner` out or name yourself."
-            )
-        return username
-    raise ForbiddenError(
-        "forbidden", "Staff supervise; sessions are created by agents and their users."
-    )
+    username = caller.user.get_username()
+    if owner is not None and owner != username:
+        raise ForbiddenError("forbidden", TABLE[Action.CREATE_SESSION].not_owner)
+    return username
 
 
-def require_tool_definition(caller: Caller, agent: Agent) -> None:
-    """The tool's definition is for the agent's key and staff."""
-    _require_known(caller, agent)
-    if caller.kind not in (AGENT, STAFF):
-        raise ForbiddenError(
-            "forbidden", "Only the agent's key or a staff user may read its tool definition."
-        )
+class _Missing(Enum):
+    SESSION = "a session stream's session that does not exist"
 
 
-def can_watch_agent(caller: Caller, agent: Agent) -> None:
-    """The agent stream (every event, sessionless ones too): the agent's key and staff."""
-    _require_known(caller, agent)
-    if caller.kind not in (AGENT, STAFF):
-        raise ForbiddenError(
-            "forbidden", "Only the agent's key or a staff user may watch the agent's stream."
-        )
-
-
-def can_watch_session(caller: Caller, agent: Agent, owner_id: int | None) -> None:
-    """A session stream: its owner, the agent's key, staff."""
-    _require_known(caller, agent)
-    if caller.kind in (AGENT, STAFF):
-        return
-    if owner_id is None or owner_id != caller.user.pk:
-        raise ForbiddenError("forbidden", "This session belongs to someone else.")
-
-
-_NO_SESSION = object()  # a session stream's session that does not exist
+_NO_SESSION: Final = _Missing.SESSION
+Owner = int | None | Literal[_Missing.SESSION]  # a session's owner id, None: it has none
 
 
 def stream_open(caller: Caller, slug: str, session_sid: str | None) -> Stream:
     """Resolve and authorise a websocket stream. Unknown agent or session → ``NotFoundError``;
     a user learns nothing about sessions it does not own: those look forbidden whether or not
     they exist."""
-    if not caller.is_authenticated:  # before the slug: no credentials learn nothing
-        raise UnauthenticatedError(
-            "not_authenticated",
-            "Send `Authorization: Bearer <agent key or user token>`, or log in.",
-        )
+    _require_credentials(caller)  # before the slug: no credentials learn nothing
     agent = selectors.agent_get(slug)
-    owner: Any = None
+    owner: Owner = None
     if session_sid is not None:
         session = selectors.session_owner(agent.pk, session_sid)
         owner = _NO_SESSION if session is None else session.owner_id
     return _stream_rule(caller, agent, session_sid, owner)
 
 
-def _stream_rule(caller: Caller, agent: Agent, session_sid: str | None, owner: Any) -> Stream:
+def _stream_rule(caller: Caller, agent: Agent, session_sid: str | None, owner: Owner) -> Stream:
     """``stream_open``'s rule on what was looked up: ``owner`` is the session's owner id (None: it
     has none), or ``_NO_SESSION`` — a session stream of a session that does not exist."""
     if session_sid is None:
-        can_watch_agent(caller, agent)
+        require(caller, agent, Action.WATCH_AGENT)
         return Stream(agent.pk, agent.slug, None)
     if owner is _NO_SESSION:
-        if caller.kind in (AGENT, STAFF):
-            can_watch_agent(caller, agent)  # a wrong agent's key is still 403
+        if sees_everything(caller):
+            require(caller, agent, Action.WATCH_SESSION)  # a wrong agent's key is still 403
             raise NotFoundError(
                 "unknown_session",
                 f"Session {session_sid!r} does not exist for agent {agent.slug!r}.",
             )
-        raise ForbiddenError("forbidden", "This session belongs to someone else.")
-    can_watch_session(caller, agent, owner)
+        raise ForbiddenError("forbidden", TABLE[Action.WATCH_SESSION].not_owner)
+    require_own(caller, agent, Action.WATCH_SESSION, owner)
     return Stream(agent.pk, agent.slug, session_sid)
 
 
@@ -285,7 +290,7 @@ def _stream_rule(caller: Caller, agent: Agent, session_sid: str | None, owner: A
 class Grant:
     """What an open stream was let in with, asked again while it stays open (``grant_recheck``):
     a websocket's event stream (``stream_open``'s rule) or an MCP stream (``events=False``: what
-    the caller may read, ``artifact_visibility``'s rule, and as the same kind of caller)."""
+    the caller may read, ``Action.READ``'s rule, and as the same kind of caller)."""
 
     caller: Caller
     agent: Agent
@@ -354,7 +359,7 @@ def grant_recheck(grant: Grant, state: selectors.CredentialsState) -> ArtifactEr
             )
             _stream_rule(caller, grant.agent, grant.session_sid, owner)
         else:
-            artifact_visibility(caller, grant.agent)
+            require(caller, grant.agent, Action.READ)
             if caller.kind != grant.caller.kind:  # what it was shown was chosen by its kind
                 raise ForbiddenError(
                     "forbidden", "This caller's access changed; reconnect to see what it may."
@@ -370,24 +375,24 @@ MINT_PERMISSION = "artifacts_app.add_apikey"
 REVOKE_PERMISSION = "artifacts_app.change_apikey"
 
 
-def _may(user: Any, permission: str, owner: Any) -> bool:
-    if user is None or not getattr(user, "is_active", False) or not user.is_authenticated:
+def _may(user: object, permission: str, owner: AbstractUser | None) -> bool:
+    if not isinstance(user, AbstractUser) or not user.is_active or not user.is_authenticated:
         return False
     if user.is_superuser:
         return True
     # A holder of the permission acts on agents' keys and users' tokens, but never on a
     # superuser's: that would hand out (or take away) more than the holder has.
-    if owner is not None and getattr(owner, "is_superuser", False):
+    if owner is not None and owner.is_superuser:
         return False
     return bool(user.is_staff and user.has_perm(permission))
 
 
-def may_mint_secret(user: Any, owner: Any = None) -> bool:
+def may_mint_secret(user: object, owner: AbstractUser | None = None) -> bool:
     """Whether ``user`` may create an agent key, or a user token for ``owner`` (a user)."""
     return _may(user, MINT_PERMISSION, owner)
 
 
-def may_revoke_secret(user: Any, key: ApiKey | None = None) -> bool:
+def may_revoke_secret(user: object, key: ApiKey | None = None) -> bool:
     """Whether ``user`` may revoke ``key`` (any key or token, when None)."""
     owner = key.user if key is not None and key.user_id else None
     return _may(user, REVOKE_PERMISSION, owner)

@@ -82,7 +82,7 @@ def playground(request: HttpRequest) -> HttpResponse:
             messages.error(request, f"There is no agent {slug!r}.")
         return render(request, "playground/index.html", context, status=404 if slug else 200)
 
-    visible = access.session_visibility(caller, agent)
+    visible = access.visible_sessions(caller, agent)
     sid = request.GET.get("session")
     text = request.GET.get("q")
     if text is not None and not sid:
@@ -104,7 +104,7 @@ def playground(request: HttpRequest) -> HttpResponse:
     after = selectors.agent_last_seq(agent.pk)
     page = selectors.artifacts_page(
         agent=agent,
-        visible=access.artifact_visibility(caller, agent),
+        visible=access.visible(caller, agent),
         session_id=sid,
         limit=ARTIFACTS_SHOWN,
     )
@@ -151,11 +151,11 @@ def _previewed(request: HttpRequest) -> tuple[Any, str]:
     agent = selectors.agent_get(slug)
     url = f"/{agent.slug}/v1/artifacts/{quote(artifact_id, safe='')}"
     if number is None:
-        visible = access.artifact_visibility(caller, agent)
+        visible = access.visible(caller, agent)
         record = selectors.artifact_get(agent=agent, artifact_id=artifact_id, visible=visible)
         return record, url + "/content"
     n = versions.check_number(number)
-    visible = access.version_visibility(caller, agent)
+    visible = access.visible(caller, agent)
     record = versions.version_get(agent=agent, artifact_id=artifact_id, number=n, visible=visible)
     return record, f"{url}/versions/{n}/content"
 

@@ -61,7 +61,7 @@ class ArtifactsUserAdmin(UserAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         user = get_object_or_404(User, pk=user_id)
-        if not (request.user.is_active and request.user.is_staff):
+        if not access.is_staff(request.user):
             return HttpResponseRedirect(reverse("admin:index"))
         back = reverse("admin:auth_user_change", args=[user.pk])
         if not access.may_mint_secret(request.user, owner=user):

@@ -123,7 +123,7 @@ def resolve(slug: str, authorization: bytes | None, address: str) -> tuple[Agent
             throttle.failure(address)  # past the limit: TooManyAttemptsError, 429
             raise UnauthenticatedError("invalid_token", access.INVALID_TOKEN_MESSAGE)
         caller = access.ANONYMOUS_CALLER
-    access.artifact_visibility(caller, agent)  # 401 without credentials, 403 for another agent
+    access.require(caller, agent, access.Action.READ)  # 401 no credentials, 403 another agent's key
     return agent, caller
 
 

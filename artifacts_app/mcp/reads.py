@@ -122,7 +122,7 @@ def list_page(
     session_id: str | None = None,
 ) -> selectors.Page:
     """One keyset page of the records the caller may see: REST's list, the same filter."""
-    visible = access.artifact_visibility(caller, call_agent)
+    visible = access.visible(caller, call_agent)
     return selectors.artifacts_page(
         agent=call_agent,
         visible=visible,
@@ -136,13 +136,13 @@ def list_page(
 def read_target(agent: Agent, caller: access.Caller, target: Target) -> ArtifactRecord:
     """The record, or the version, the caller may see (404 otherwise, as REST)."""
     if target.version is None:
-        visible = access.artifact_visibility(caller, agent)
+        visible = access.visible(caller, agent)
         return selectors.artifact_get(agent=agent, artifact_id=target.artifact_id, visible=visible)
     return versions.version_get(
         agent=agent,
         artifact_id=target.artifact_id,
         number=target.version,
-        visible=access.version_visibility(caller, agent),
+        visible=access.visible(caller, agent),
     )
 
 

@@ -185,7 +185,7 @@ def _link(call: Call, record: dict[str, Any], uri: str) -> dict[str, Any]:
 
 
 def _tag(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
-    access.require_tag(call.caller, call.agent)
+    access.require(call.caller, call.agent, access.Action.TAG)
     result = services.tool_run(
         agent=call.agent, input=arguments, session_id=call.session_id, turn_id=call.turn_id
     )

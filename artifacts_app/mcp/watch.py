@@ -124,12 +124,12 @@ class Watch:
         return listed, updated
 
     async def _visible(self, sid: str | None) -> bool:
-        if self.caller.kind in (access.AGENT, access.STAFF):
+        if access.sees_everything(self.caller):
             return True
         owned = self._owned.get(sid)
         if owned is None:
             found = await database_sync_to_async(selectors.session_owner)(self.agent_id, sid)
-            owned = found is not None and found.owner_id == self.caller.user.pk
+            owned = found is not None and access.sees_session(self.caller, found.owner_id)
             self._owned[sid] = owned  # a session's owner never changes
         return owned
 

@@ -43,7 +43,7 @@ class KindsView(AgentView):
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        access.artifact_visibility(self.caller(), agent)
+        access.require(self.caller(), agent, access.Action.READ)
         return json_response(kinds_json(spec_for(agent)))
 
     @extend_schema(
@@ -65,6 +65,6 @@ class KindsView(AgentView):
     )
     def put(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        access.require_declare(self.caller(), agent)  # before the body is read
+        access.require(self.caller(), agent, access.Action.DECLARE)  # before the body is read
         agent = services.kinds_declare(agent=agent, declaration=request.data)
         return json_response(kinds_json(spec_for(agent)))

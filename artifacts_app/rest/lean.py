@@ -101,7 +101,7 @@ def tag(request: HttpRequest, slug: str) -> HttpResponse:
             raise exceptions.NotAuthenticated()
         caller = authenticated[1]
         agent = request_agent(caller, slug)
-        access.require_tag(caller, agent)  # refuse before reading the body
+        access.require(caller, agent, access.Action.TAG)  # refuse before reading the body
         response = tag_json(agent, _PARSER.parse(request, None, {"request": request}))
     except Exception as exc:
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):

@@ -63,7 +63,7 @@ class ToolView(AgentView):
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        access.require_tool_definition(self.caller(), agent)
+        access.require(self.caller(), agent, access.Action.TOOL_DEFINITION)
         fmt = request.query_params.get("format")
         return json_response(tool.tool_definition(spec_for(agent), fmt))
 
@@ -96,7 +96,7 @@ class ToolView(AgentView):
     )
     def post(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        access.require_tag(self.caller(), agent)
+        access.require(self.caller(), agent, access.Action.TAG)
         tool.require_tool(spec_for(agent))
         body = object_body(request.data, RUN_FIELDS)
         if "input" not in body:

@@ -2,7 +2,7 @@
 
 Thin like the other views: the caller through ``access`` (401/403 before any 404 of a hidden
 record), one selector of ``versions`` or one service, orjson out. Versions are visible by their own
-session (``access.version_visibility``); a hidden version is a 404 like a missing one.
+session (``access.visible``); a hidden version is a 404 like a missing one.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class VersionsView(AgentView):
     )
     def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.version_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         query = cleaned(PageFilter, request.query_params)
         page = versions.versions_page(
             agent=agent,
@@ -65,7 +65,7 @@ class VersionDetailView(AgentView):
     )
     def get(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.version_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         row = versions.version_values(
             agent=agent,
             artifact_id=artifact_id,
@@ -95,7 +95,7 @@ class VersionContentView(AgentView):
     )
     def get(self, request: Any, slug: str, artifact_id: str, number: str) -> Any:
         agent = self.agent()
-        visible = access.version_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         n = versions.check_number(number)
         row = versions.version_values(
             agent=agent, artifact_id=artifact_id, number=n, visible=visible
@@ -126,7 +126,7 @@ class VersionDiffView(AgentView):
     )
     def get(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.version_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         from_ = request.query_params.get("from")
         return json_response(
             versions.versions_diff(
@@ -150,7 +150,7 @@ class VersionRestoreView(AgentView):
     def post(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
-        access.require_restore(caller, agent)
+        access.require(caller, agent, access.Action.RESTORE)
         result = services.artifact_restore(
             agent=agent, artifact_id=artifact_id, number=versions.check_number(number)
         )
@@ -163,9 +163,9 @@ class PinView(AgentView):
     def _pin(self, artifact_id: str, pinned: bool) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
-        visible = access.artifact_visibility(caller, agent)
+        visible = access.visible(caller, agent)
         selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
-        access.require_pin(caller, agent)
+        access.require(caller, agent, access.Action.PIN)
         record = services.artifact_pin(agent=agent, artifact_id=artifact_id, pinned=pinned)
         return json_response(record.to_json())
 

@@ -1,6 +1,6 @@
 """Reads of a record's history: its versions, one version, a diff (API.md "Versions, pins and diffs").
 
-Like every read, each takes ``visible``, the filter ``access.version_visibility`` gives the caller
+Like every read, each takes ``visible``, the filter ``access.visible`` gives the caller
 (None: every version, as for the agent's key and staff). Visibility is by each version's own
 session; a version the caller may not see answers 404 exactly like one that does not exist, by
 number and through a diff alike.

@@ -216,8 +216,8 @@ def test_a_moved_record_shows_each_user_only_its_own_versions(freeform, alice, b
     record_id = tag(freeform, session_id="sa", data={"secret": "alice"}, contents=b"a").id
     tag(freeform, session_id="sa", data={"secret": "alice 2"})
     tag(freeform, session_id="sb", data={"for": "bob"})
-    as_bob = access.version_visibility(_caller(bob), freeform)
-    as_alice = access.version_visibility(_caller(alice), freeform)
+    as_bob = access.visible(_caller(bob), freeform)
+    as_alice = access.visible(_caller(alice), freeform)
     bob_sees = versions.versions_all(agent=freeform, artifact_id=record_id, visible=as_bob)
     assert [v.version for v in bob_sees] == [3]
     assert [
@@ -249,7 +249,7 @@ def test_a_moved_record_shows_each_user_only_its_own_versions(freeform, alice, b
 def test_a_user_with_no_version_of_a_record_gets_404_for_its_history(freeform, alice, bob):
     services.session_create(agent=freeform, sid="sa", owner=alice)
     record_id = tag(freeform, session_id="sa").id
-    as_bob = access.version_visibility(_caller(bob), freeform)
+    as_bob = access.visible(_caller(bob), freeform)
     with pytest.raises(NotFoundError) as exc:
         versions.versions_page(agent=freeform, artifact_id=record_id, visible=as_bob)
     assert exc.value.code == "unknown_artifact"

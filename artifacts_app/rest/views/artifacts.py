@@ -105,7 +105,7 @@ class ArtifactsView(AgentView):
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.artifact_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         query = cleaned(ArtifactFilter, request.query_params)
         page = selectors.artifacts_page(
             agent=agent,
@@ -147,7 +147,7 @@ class ArtifactsView(AgentView):
     )
     def post(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        access.require_tag(self.caller(), agent)  # refuse before reading (or storing) a body
+        access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
         request._request.upload_handlers = [LimitedUploadHandler(request._request)]
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
@@ -201,7 +201,7 @@ class ArtifactDetailView(AgentView):
     )
     def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.artifact_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
         return json_response(record_json(row))
 
@@ -213,8 +213,8 @@ class ArtifactDetailView(AgentView):
     def delete(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
-        visible = access.artifact_visibility(caller, agent)
+        visible = access.visible(caller, agent)
         selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
-        access.require_delete(caller, agent)
+        access.require(caller, agent, access.Action.DELETE)
         services.artifact_delete(agent=agent, artifact_id=artifact_id)
         return HttpResponse(status=204)

@@ -65,7 +65,7 @@ class AgentView(APIView):
         # API.md "Errors": OPTIONS is authenticated like GET (401 without credentials, 404 for
         # an unknown agent) and says only which methods the route has — never DRF's metadata
         # with the views' docstrings.
-        access.artifact_visibility(self.caller(), self.agent())
+        access.require(self.caller(), self.agent(), access.Action.READ)
         response = HttpResponse(status=204)
         response["Allow"] = ", ".join(self.allowed_methods)
         return response

@@ -40,7 +40,7 @@ class ContentView(AgentView):
     )
     def get(self, request: Any, slug: str, artifact_id: str) -> Any:
         agent = self.agent()
-        visible = access.artifact_visibility(self.caller(), agent)
+        visible = access.visible(self.caller(), agent)
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
         if not row["blob_id"]:
             raise NotFoundError(
@@ -88,7 +88,7 @@ class ContentView(AgentView):
     )
     def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
-        access.require_tag(self.caller(), agent)  # refuse before reading (or storing) a body
+        access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
         content_type = request.META.get("CONTENT_TYPE", "").strip()
         if not content_type:
             raise ArtifactError(

@@ -29,7 +29,7 @@ class SessionsView(AgentView):
     )
     def get(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.session_visibility(self.caller(), agent)
+        visible = access.visible_sessions(self.caller(), agent)
         query = cleaned(PageFilter, request.query_params)
         page = selectors.sessions_page(
             agent=agent, visible=visible, limit=query["limit"], cursor=query["cursor"]
@@ -55,7 +55,7 @@ class SessionsView(AgentView):
     def post(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
-        access.session_visibility(caller, agent)  # 401 / 403 before the body is looked at
+        access.require(caller, agent, access.Action.READ)  # 401 / 403 before the body is looked at
         body = object_body(request.data, SESSION_FIELDS)
         owner = body.get("owner")
         if owner is not None and not isinstance(owner, str):
@@ -78,6 +78,6 @@ class SessionDetailView(AgentView):
     )
     def get(self, request: Any, slug: str, session_id: str) -> HttpResponse:
         agent = self.agent()
-        visible = access.session_visibility(self.caller(), agent)
+        visible = access.visible_sessions(self.caller(), agent)
         row = selectors.session_values(agent=agent, sid=session_id, visible=visible)
         return json_response(selectors.session_json(row))
