@@ -3,6 +3,7 @@ out (``rest/content.py``) and replaced with a raw body."""
 
 from __future__ import annotations
 
+import io
 from typing import IO, Any, cast
 
 from django.http import HttpResponse
@@ -100,20 +101,13 @@ class ContentView(AgentView):
         length = request.META.get("CONTENT_LENGTH")
         if length and str(length).isdigit() and int(length) > limit:
             raise content_too_large(limit)
+        # DRF's stream: the request as it arrives (chunked too: ChunkedBodyRequest), None for an
+        # empty body; read() is all blob_put uses.
+        stream = request.stream
         result = services.artifact_content_put(
             agent=agent,
             artifact_id=artifact_id,
-            contents=cast(IO[bytes], _BodyReader(request._request)),  # read() is all blob_put uses
+            contents=cast(IO[bytes], io.BytesIO() if stream is None else stream),
             content_type=content_type,
         )
         return json_response(result.record.to_json())
-
-
-class _BodyReader:
-    """The request body as a plain binary file for ``blobs.blob_put`` (read only, no seek)."""
-
-    def __init__(self, request: Any) -> None:
-        self._request = request
-
-    def read(self, size: int = -1) -> bytes:
-        return self._request.read(size)
