@@ -9,9 +9,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
-from typing import IO, Any
+from typing import IO
 
-from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotModified,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 
 from artifacts_app import media
@@ -116,13 +121,13 @@ def _common_headers(response: HttpResponseBase, etag: str) -> None:
 
 
 def content_response(
-    request: Any,
+    request: HttpRequest,
     *,
     sha256: str,
     size: int,
     content_type: str | None,
     filename: str = "download",
-) -> Any:
+) -> HttpResponseBase:
     """The response for a blob: 200, 206, 304 or 416, with the headers API.md lists."""
     # A type stored before types were parsed, that is not exactly one media type, is served as
     # bytes to download: never handed to a browser to interpret.

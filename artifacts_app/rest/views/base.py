@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from artifacts_app import access, selectors
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.rest.auth import request_caller
 from artifacts_app.rest.parsers import (
@@ -27,7 +28,7 @@ def chunked_body(request: HttpRequest) -> bool:
     return "chunked" in encoding.lower() and not request.META.get("CONTENT_LENGTH")
 
 
-def json_response(body: Any, status: int = 200) -> HttpResponse:
+def json_response(body: JSON, status: int = 200) -> HttpResponse:
     return HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
 
 
@@ -91,7 +92,7 @@ class AgentView(APIView):
         return response
 
 
-def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+def object_body(body: JSON, allowed: frozenset[str]) -> JSONObject:
     if not isinstance(body, dict):
         raise ArtifactError("invalid_body", "The body must be a JSON object.")
     unknown = sorted(set(body) - allowed)

@@ -4,11 +4,13 @@ out (``rest/content.py``) and replaced with a raw body."""
 from __future__ import annotations
 
 import io
-from typing import IO, Any, cast
+from typing import IO, cast
 
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
 
 from artifacts_app import access, media, selectors, services
 from artifacts_app.blobs import content_too_large, max_content_bytes
@@ -39,7 +41,7 @@ class ContentView(AgentView):
             **errors("unknown_artifact", "no_content", "range_not_satisfiable"),
         },
     )
-    def get(self, request: Any, slug: str, artifact_id: str) -> Any:
+    def get(self, request: Request, slug: str, artifact_id: str) -> HttpResponseBase:
         agent = self.agent()
         visible = access.artifact_visibility(self.caller(), agent)
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
@@ -87,7 +89,7 @@ class ContentView(AgentView):
             ),
         },
     )
-    def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def put(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
         access.require_tag(self.caller(), agent)  # refuse before reading (or storing) a body
         content_type = request.META.get("CONTENT_TYPE", "").strip()
