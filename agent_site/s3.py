@@ -21,6 +21,10 @@ storage makes is given the process's one loader (its cache of parsed models): a 
 call costs ~20 ms and ~0.5 MiB. The sessions, clients and resources stay per thread, as before;
 only the read-only parsed models are shared — as a botocore maintainer suggested in
 boto/botocore#3078 and Airflow does (apache/airflow#40658).
+
+Only django-storages' public names are used: the ``connection`` and ``unsigned_connection``
+properties (made here, from the storage's settings, as S3Storage makes them) and
+``storages.utils.safe_join``/``clean_name`` (the object's key, as S3Storage's methods make it).
 """
 
 from __future__ import annotations
@@ -31,10 +35,14 @@ import threading
 from typing import Any
 
 import boto3
+import botocore
 import botocore.session
+from botocore.config import Config
 from botocore.exceptions import ClientError
 from botocore.loaders import Loader
+from django.core.exceptions import SuspiciousOperation
 from storages.backends.s3 import S3Storage as _S3Storage
+from storages.utils import clean_name, safe_join
 
 _loader: Loader | None = None
 # Guards the loader's making and the process's first connection, which makes it (re-entrant).
@@ -67,22 +75,68 @@ def shared_loader(core: botocore.session.Session) -> Loader:
 
 
 class S3Storage(_S3Storage):
-    """S3Storage whose per-thread sessions share the process's parsed botocore models."""
+    """S3Storage whose per-thread sessions share the process's parsed botocore models.
+
+    Its connections (``connection``, ``unsigned_connection``: public properties of S3Storage)
+    are made here, per thread, from a session given the shared loader; the resource is made with
+    the same settings as S3Storage's own."""
+
+    def __init__(self, **settings: Any) -> None:
+        super().__init__(**settings)
+        self.thread_resources = threading.local()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state: dict[str, Any] = super().__getstate__()
+        state.pop("thread_resources", None)  # a thread's resources stay in its process
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        self.thread_resources = threading.local()
 
     @property
     def connection(self) -> Any:
-        """This thread's resource (as S3Storage's). The process's first is made under a lock:
-        the loader's cache does not lock, so threads whose first call overlapped the first
-        parse (~130 ms) would each parse, and keep, a copy of their own."""
-        global _parsed
-        if not _parsed:
-            with _lock:
-                resource = super().connection
-                _parsed = True
-                return resource
-        return super().connection
+        """This thread's resource. The process's first is made under a lock: the loader's cache
+        does not lock, so threads whose first call overlapped the first parse (~130 ms) would
+        each parse, and keep, a copy of their own."""
+        resource = getattr(self.thread_resources, "signed", None)
+        if resource is None:
+            resource = self.thread_resources.signed = self.new_resource(self.client_config)
+        return resource
 
-    def _create_session(self) -> boto3.Session:
+    @property
+    def unsigned_connection(self) -> Any:
+        """This thread's resource for unsigned URLs (``querystring_auth`` off)."""
+        resource = getattr(self.thread_resources, "unsigned", None)
+        if resource is None:
+            config = self.client_config.merge(Config(signature_version=botocore.UNSIGNED))
+            resource = self.thread_resources.unsigned = self.new_resource(config)
+        return resource
+
+    def new_resource(self, config: Config) -> Any:
+        """A resource as S3Storage makes one, from ``new_session``."""
+        global _parsed
+
+        def make() -> Any:
+            return self.new_session().resource(
+                "s3",
+                region_name=self.region_name,
+                use_ssl=self.use_ssl,
+                endpoint_url=self.endpoint_url,
+                config=config,
+                verify=self.verify,
+            )
+
+        if _parsed:
+            return make()
+        with _lock:
+            resource = make()
+            _parsed = True
+            return resource
+
+    def new_session(self) -> boto3.Session:
+        """A boto3 session as S3Storage makes one (a profile, or the keys), given the process's
+        loader."""
         core = botocore.session.get_session()
         core.register_component("data_loader", shared_loader(core))
         if self.session_profile:
@@ -95,8 +149,12 @@ class S3Storage(_S3Storage):
         )
 
     def object_key(self, name: str) -> str:
-        """The object's key in the bucket for a storage name (under the storage's location)."""
-        return str(self._normalize_name(name))
+        """The object's key in the bucket for a storage name (under the storage's location), as
+        S3Storage's own methods make it."""
+        try:
+            return str(safe_join(self.location, clean_name(name)))
+        except ValueError:
+            raise SuspiciousOperation(f"Attempted access to {name!r} denied.") from None
 
     def open_range(self, name: str, *, start: int = 0, end: int | None = None) -> S3RangeReader:
         """The object's bytes ``start``..``end`` (inclusive; None: to its end) as a binary file

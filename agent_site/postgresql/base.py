@@ -17,7 +17,7 @@ bounded too; without it Django's ``psycopg.connect`` makes a plain one, whose cl
 ``BoundedConnection`` as Django takes it.
 
 This module is the adapter for psycopg (written for psycopg 3.3). What it uses that psycopg's
-API reference does not document, pinned by ``tests/settings/test_postgresql_adapter.py``:
+API reference does not document, pinned by ``tests/adapters/test_psycopg_pin.py``:
 
 - ``psycopg.Connection.wait(gen, interval, timeout)``: the method every operation of a connection
   goes through, and its ``timeout`` parameter;

@@ -23,6 +23,18 @@ Its cursor also remembers the last few hundred statements' conversion from Djang
 placeholders to SQLite's ``?`` (a regular expression per statement, ~5% of a tag's time): the
 conversion depends on the text alone, and the hot statements' texts are built once
 (``artifacts_app/services/_sql.py``).
+
+This module is the adapter for Django's SQLite backend (written for Django 5.2). Django offers no
+public hook where a transaction begins, commits or rolls back, or where a connection closes, so
+it overrides the backend's private methods that do, each calling Django's own; pinned by
+``tests/adapters/test_django_pin.py``:
+
+- ``DatabaseWrapper._start_transaction_under_autocommit`` (``BEGIN`` of an ``atomic`` block,
+  called by ``BaseDatabaseWrapper.set_autocommit``);
+- ``DatabaseWrapper._commit``, ``_rollback``, ``_close`` (called by the public ``commit``,
+  ``rollback`` and ``close``);
+- ``SQLiteCursorWrapper.convert_query(query, *, param_names=None)`` and the module's
+  ``FORMAT_QMARK_REGEX`` (public names, undocumented: the placeholder conversion).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from typing import Any
 import mcp_types as types
 import orjson
 from channels.db import database_sync_to_async
+from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.shared.exceptions import MCPError
@@ -34,6 +35,7 @@ from mcp.shared.subscriptions import (
     event_to_notification,
 )
 
+from agent_site.adapters.mcp import session_connection
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.mcp import reads, tools
 from artifacts_app.mcp.call import CALL, Call
@@ -159,10 +161,10 @@ async def call_tool(
 # --- notifications -----------------------------------------------------------------------------
 
 
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Any:
-    # The SDK keeps the per-client Connection (state, exit_stack, the standalone stream) on the
-    # request's session; ServerRequestContext does not expose it yet (its TODO(L54)).
-    return getattr(ctx.session, "_connection", None)
+def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+    # The per-client Connection (state, exit_stack, the standalone stream): the SDK keeps it on
+    # the request's session without exposing it (agent_site.adapters.mcp).
+    return session_connection(ctx.session)
 
 
 async def _legacy_watch(ctx: ServerRequestContext[Any, Any], call: Call) -> Watch | None:
@@ -184,7 +186,7 @@ async def _legacy_watch(ctx: ServerRequestContext[Any, Any], call: Call) -> Watc
     return watch
 
 
-async def _forward(watch: Watch, connection: Any) -> None:
+async def _forward(watch: Watch, connection: Connection) -> None:
     while True:
         listed, updated = await watch.signals()
         if not listed and not updated:

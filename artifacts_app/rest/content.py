@@ -9,9 +9,14 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import AsyncIterator
-from typing import IO, Any
+from typing import IO
 
-from django.http import HttpResponse, HttpResponseNotModified, StreamingHttpResponse
+from django.http import (
+    HttpRequest,
+    HttpResponse,
+    HttpResponseNotModified,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 
 from artifacts_app import media
@@ -75,6 +80,23 @@ def etag_matches(header: str | None, etag: str) -> bool:
     return False
 
 
+class BlobBody:
+    """A response's body: the blob's chunks (``blob_chunks``), and a ``close`` that Django calls
+    with the response's own (a streamed content with ``close`` is closed with its response), so
+    that the file is closed even when its chunks are never read."""
+
+    def __init__(self, fh: IO[bytes], start: int, end: int) -> None:
+        self.fh = fh
+        self.start = start
+        self.end = end
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return blob_chunks(self.fh, self.start, self.end)
+
+    def close(self) -> None:
+        self.fh.close()
+
+
 async def blob_chunks(fh: IO[bytes], start: int, end: int) -> AsyncIterator[bytes]:
     """The bytes ``start``..``end`` (inclusive) of a blob opened at ``start`` (``blob_open``), one
     thread hop per chunk, never the whole blob."""
@@ -99,13 +121,13 @@ def _common_headers(response: HttpResponseBase, etag: str) -> None:
 
 
 def content_response(
-    request: Any,
+    request: HttpRequest,
     *,
     sha256: str,
     size: int,
     content_type: str | None,
     filename: str = "download",
-) -> Any:
+) -> HttpResponseBase:
     """The response for a blob: 200, 206, 304 or 416, with the headers API.md lists."""
     # A type stored before types were parsed, that is not exactly one media type, is served as
     # bytes to download: never handed to a browser to interpret.
@@ -156,12 +178,10 @@ def content_response(
     # 200 whose body breaks off.
     fh = blob_open(sha256, start=start, end=end) if send_bytes else None
     response = StreamingHttpResponse(
-        blob_chunks(fh, start, end) if fh is not None else _empty(),
+        BlobBody(fh, start, end) if fh is not None else _empty(),
         status=206 if wanted is not None else 200,
         content_type=content_type,
     )
-    if fh is not None:
-        response._resource_closers.append(fh.close)  # type: ignore[attr-defined]  # unread body too
     response["Content-Length"] = str(length)
     if wanted is not None:
         response["Content-Range"] = f"bytes {start}-{end}/{size}"

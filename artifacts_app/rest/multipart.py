@@ -153,7 +153,8 @@ class StreamingMultipart:
         for handler in self.handlers:
             if cast(Any, handler).upload_complete():
                 break
-        self.post._mutable = False
+        # Left mutable (Django's parser freezes its QueryDict through a private flag); DRF hands
+        # a view a mutable copy anyway whenever the body has a file.
         return self.post, self.files
 
     def close_files(self) -> None:

@@ -12,6 +12,7 @@ from rest_framework.views import APIView
 
 from artifacts_app import access, selectors
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.rest.auth import request_caller
 from artifacts_app.rest.parsers import (
@@ -27,7 +28,7 @@ def chunked_body(request: HttpRequest) -> bool:
     return "chunked" in encoding.lower() and not request.META.get("CONTENT_LENGTH")
 
 
-def json_response(body: Any, status: int = 200) -> HttpResponse:
+def json_response(body: JSON, status: int = 200) -> HttpResponse:
     return HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
 
 
@@ -40,6 +41,23 @@ def request_agent(auth: Any, slug: str) -> Agent:
     return selectors.agent_get(slug)
 
 
+class ChunkedBodyRequest(Request):
+    """A DRF request whose body comes chunked: read from the request as it arrives.
+
+    DRF reads a body without Content-Length as empty (its ``stream`` is None); a chunked one
+    (HTTP/1.1: a client that streams what it does not know the length of) is the request itself,
+    read as it arrives (``agent_site.server`` streams it, its limit applied as it comes). DRF's
+    parsing reads the body from ``stream``, its public property, which this class answers."""
+
+    def __init__(self, request: HttpRequest, **kwargs: Any) -> None:
+        super().__init__(request, **kwargs)
+        self.chunked_source = request
+
+    @property
+    def stream(self) -> HttpRequest:
+        return self.chunked_source
+
+
 class AgentView(APIView):
     """Base: resolves the agent from the URL's slug and the caller from the request."""
 
@@ -47,13 +65,16 @@ class AgentView(APIView):
     content_negotiation_class = JSONOnlyNegotiation
 
     def initialize_request(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Request:
-        drf_request = super().initialize_request(request, *args, **kwargs)
-        if chunked_body(request):
-            # DRF reads a body without Content-Length as empty; a chunked one (HTTP/1.1: a client
-            # that streams what it does not know the length of) is read from the request as it
-            # arrives (agent_site.server streams it, its limit applied as it comes).
-            drf_request._stream = request  # type: ignore[assignment]
-        return drf_request
+        if not chunked_body(request):
+            return super().initialize_request(request, *args, **kwargs)
+        # As APIView.initialize_request, with the class that reads a chunked body.
+        return ChunkedBodyRequest(
+            request,
+            parsers=self.get_parsers(),
+            authenticators=self.get_authenticators(),
+            negotiator=self.get_content_negotiator(),
+            parser_context=self.get_parser_context(request),
+        )
 
     def agent(self) -> Agent:
         return request_agent(self.request.auth, self.kwargs["slug"])
@@ -71,7 +92,7 @@ class AgentView(APIView):
         return response
 
 
-def object_body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
+def object_body(body: JSON, allowed: frozenset[str]) -> JSONObject:
     if not isinstance(body, dict):
         raise ArtifactError("invalid_body", "The body must be a JSON object.")
     unknown = sorted(set(body) - allowed)

@@ -3,11 +3,14 @@ out (``rest/content.py``) and replaced with a raw body."""
 
 from __future__ import annotations
 
-from typing import IO, Any, cast
+import io
+from typing import IO, cast
 
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
 
 from artifacts_app import access, media, selectors, services
 from artifacts_app.blobs import content_too_large, max_content_bytes
@@ -38,7 +41,7 @@ class ContentView(AgentView):
             **errors("unknown_artifact", "no_content", "range_not_satisfiable"),
         },
     )
-    def get(self, request: Any, slug: str, artifact_id: str) -> Any:
+    def get(self, request: Request, slug: str, artifact_id: str) -> HttpResponseBase:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
@@ -86,7 +89,7 @@ class ContentView(AgentView):
             ),
         },
     )
-    def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def put(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
         access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
         content_type = request.META.get("CONTENT_TYPE", "").strip()
@@ -100,20 +103,13 @@ class ContentView(AgentView):
         length = request.META.get("CONTENT_LENGTH")
         if length and str(length).isdigit() and int(length) > limit:
             raise content_too_large(limit)
+        # DRF's stream: the request as it arrives (chunked too: ChunkedBodyRequest), None for an
+        # empty body; read() is all blob_put uses.
+        stream = request.stream
         result = services.artifact_content_put(
             agent=agent,
             artifact_id=artifact_id,
-            contents=cast(IO[bytes], _BodyReader(request._request)),  # read() is all blob_put uses
+            contents=cast(IO[bytes], io.BytesIO() if stream is None else stream),
             content_type=content_type,
         )
         return json_response(result.record.to_json())
-
-
-class _BodyReader:
-    """The request body as a plain binary file for ``blobs.blob_put`` (read only, no seek)."""
-
-    def __init__(self, request: Any) -> None:
-        self._request = request
-
-    def read(self, size: int = -1) -> bytes:
-        return self._request.read(size)

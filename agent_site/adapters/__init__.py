@@ -1,0 +1,1 @@
+"""Adapters: what other libraries do not offer publicly, one module per library."""
