@@ -13,6 +13,8 @@ from typing import Any
 
 from django.conf import settings
 
+from artifacts_app import event_schema
+
 log = logging.getLogger(__name__)
 
 BATCH = "artifacts.batch"  # the one layer message type: {"type", "origin", "agent", "events"}
@@ -59,7 +61,7 @@ class _Publisher:
         self.lock = threading.Lock()
         self.limit = getattr(settings, "ARTIFACTS_WS_PUBLISH_BACKLOG", 10_000)
         self.layer: Any = None
-        self.queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] | None = None
+        self.queue: asyncio.Queue[tuple[int, list[event_schema.Event]]] | None = None
         ready = threading.Event()
         self.thread = threading.Thread(
             target=self._run, args=(ready,), name="artifacts-publisher", daemon=True
@@ -75,7 +77,7 @@ class _Publisher:
         ready.set()
         self.loop.run_forever()
 
-    def submit(self, agent_id: int, payloads: list[dict[str, Any]]) -> None:
+    def submit(self, agent_id: int, payloads: list[event_schema.Event]) -> None:
         with self.lock:
             if self.pending >= self.limit:
                 log.error("publisher backlog full: dropped events of agent %s", agent_id)
@@ -92,7 +94,7 @@ class _Publisher:
             batches = [await self.queue.get()]
             while not self.queue.empty():
                 batches.append(self.queue.get_nowait())
-            merged: dict[int, list[dict[str, Any]]] = {}
+            merged: dict[int, list[event_schema.Event]] = {}
             for agent_id, payloads in batches:
                 merged.setdefault(agent_id, []).extend(payloads)
             for agent_id, payloads in merged.items():
