@@ -60,9 +60,7 @@ class Hub:
         self.layer_watch = resync.LayerWatch(self)
         self.closing = False  # set by ``close``: the reader and the watcher stop retrying
         # The open streams whose credentials are asked about again (``guard``), and that watch.
-        self.guarded: set[Any] = set()
-        self.guard_task: asyncio.Task | None = None
-        self.guard_seen: tuple[Any, Any] | None = None  # (credentials asked, their state) last time
+        self.credentials_watch = guard.CredentialsWatch(self, loop, _BLANK)
 
     async def close(self, timeout: float = 5.0) -> bool:
         """Stop the reader and the watcher, close the layer's pools, leave the registry. Bounded by
@@ -83,8 +81,13 @@ class Hub:
         self.feeds.clear()
         deadline = self.loop.time() + timeout
         stopped = True
-        self.guarded.clear()
-        for task in (self.reader, self.receiving, self.layer_watch.task, self.guard_task):
+        self.credentials_watch.streams.clear()
+        for task in (
+            self.reader,
+            self.receiving,
+            self.layer_watch.task,
+            self.credentials_watch.task,
+        ):
             stopped = await _stop(task, deadline) and stopped
         if not stopped:
             log.warning("the fan-out's layer tasks did not stop within %.1f s", timeout)
@@ -145,14 +148,10 @@ class Hub:
     def guard(self, stream: Guarded) -> None:
         """Ask about ``stream``'s credentials again while it is open (it ends itself if they no
         longer hold); ``unguard`` when it closes."""
-        self.guarded.add(stream)
-        if self.guard_task is None and not self.closing:
-            self.guard_task = self.loop.create_task(
-                guard.guard_forever(self), context=_BLANK.copy()
-            )
+        self.credentials_watch.add(stream)
 
     def unguard(self, stream: Guarded) -> None:
-        self.guarded.discard(stream)
+        self.credentials_watch.discard(stream)
 
     # --- events in -----------------------------------------------------------------------------
 
