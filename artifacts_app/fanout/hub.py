@@ -98,7 +98,7 @@ class Hub:
                 )
             except Exception:
                 log.warning("closing the fan-out's layer pools failed", exc_info=True)
-        self.reader = self.receiving = self.layer_watch.task = None
+        self.reader = self.receiving = None
         return stopped
 
     # --- sockets -------------------------------------------------------------------------------

@@ -97,6 +97,8 @@ class LayerWatch:
                     )
                     await self.resync(ids)
         finally:
+            if self.task is asyncio.current_task():
+                self.task = None
             await watch.close()
 
     async def resync(self, ids: tuple[str, ...]) -> None:
