@@ -18,6 +18,8 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
 from artifacts_app import event_schema, fanout
 from artifacts_app.models import Event
@@ -126,7 +128,7 @@ class EventBatch:
     def payloads(self) -> list[event_schema.Event]:
         return [row.payload for row in self.rows]
 
-    def store(self, cursor: Any = None) -> None:
+    def store(self, cursor: CursorWrapper | None = None) -> None:
         """Insert the rows (inside the caller's transaction, on its ``cursor`` when it has one
         open) and publish them once it commits."""
         if not self.rows:
@@ -173,7 +175,7 @@ _COLUMNS = (
 _INSERTS: dict[tuple[str, int], str] = {}
 
 
-def _insert_sql(db: Any, n: int) -> str:
+def _insert_sql(db: BaseDatabaseWrapper, n: int) -> str:
     sql = _INSERTS.get((db.vendor, n))
     if sql is None:
         q = db.ops.quote_name
@@ -186,11 +188,14 @@ def _insert_sql(db: Any, n: int) -> str:
 
 
 def _insert(
-    cursor: Any, agent_id: int, rows: list[EventRow], prepared_at: tuple[datetime, Any] | None
+    cursor: CursorWrapper,
+    agent_id: int,
+    rows: list[EventRow],
+    prepared_at: tuple[datetime, Any] | None,
 ) -> None:
     # One multi-row INSERT: through bulk_create the ORM's Python cost as much as the statement
     # (bench/tag.py). Values are prepared by the model fields, so it stores what the ORM would.
-    db = cursor.db
+    db: BaseDatabaseWrapper = cursor.db
     payload_field = Event._meta.get_field("payload")
     params: list[Any] = []
     at, at_db = prepared_at or (None, None)

@@ -20,7 +20,7 @@ from artifacts_app import event_schema, selectors
 from artifacts_app import layer as layer_servers
 from artifacts_app.fanout import guard, resync
 from artifacts_app.fanout.guard import Guarded
-from artifacts_app.fanout.publisher import agent_group, new_layer, origin, remote_enabled
+from artifacts_app.fanout.publisher import Batch, agent_group, new_layer, origin, remote_enabled
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class Subscriber(Protocol):
 @dataclass
 class _Feed:
     agent_id: int
-    subscribers: set[Any] = field(default_factory=set)
+    subscribers: set[Subscriber] = field(default_factory=set)
     next_seq: int | None = None  # None until the stored last_seq was read
     pending: dict[int, event_schema.Event] = field(default_factory=dict)
     gap_timer: asyncio.TimerHandle | None = None
@@ -298,9 +298,7 @@ class Hub:
                     await asyncio.sleep(1)
                     continue
                 if message is not None and message.get("origin") != me:
-                    self.deliver(
-                        int(message["agent"]), event_schema.stored(list(message["events"]))
-                    )
+                    self.deliver(message["agent"], message["events"])
                 if self.loop.time() >= next_refresh:
                     # Group membership expires in the layer (group_expiry): renew it for live feeds.
                     next_refresh = self.loop.time() + refresh
@@ -309,7 +307,7 @@ class Hub:
             if self.receiving is not None:
                 self.receiving.cancel()  # ``close`` re-cancels it until it is done
 
-    async def _receive(self, timeout: float) -> dict[str, Any] | None:
+    async def _receive(self, timeout: float) -> Batch | None:
         """The next layer message, or None after ``timeout`` seconds (the receive goes on).
 
         The receive runs as its own task, kept here, rather than under ``wait_for``: on Python 3.11

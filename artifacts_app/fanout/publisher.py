@@ -9,7 +9,7 @@ import logging
 import os
 import threading
 import uuid
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 
@@ -17,7 +17,16 @@ from artifacts_app import event_schema
 
 log = logging.getLogger(__name__)
 
-BATCH = "artifacts.batch"  # the one layer message type: {"type", "origin", "agent", "events"}
+BATCH: Literal["artifacts.batch"] = "artifacts.batch"  # the one layer message type (``Batch``)
+
+
+class Batch(TypedDict):
+    """The one layer message: the events of one agent that one process committed."""
+
+    type: Literal["artifacts.batch"]
+    origin: str  # the sending process (``origin``): its own hubs had them already
+    agent: int
+    events: list[event_schema.Event]
 
 
 def agent_group(agent_id: int) -> str:
@@ -98,11 +107,14 @@ class _Publisher:
             for agent_id, payloads in batches:
                 merged.setdefault(agent_id, []).extend(payloads)
             for agent_id, payloads in merged.items():
+                message: Batch = {
+                    "type": BATCH,
+                    "origin": origin(),
+                    "agent": agent_id,
+                    "events": payloads,
+                }
                 try:
-                    await self.layer.group_send(
-                        agent_group(agent_id),
-                        {"type": BATCH, "origin": origin(), "agent": agent_id, "events": payloads},
-                    )
+                    await self.layer.group_send(agent_group(agent_id), message)
                 except Exception:
                     log.exception("sending events of agent %s to the layer failed", agent_id)
             with self.lock:
