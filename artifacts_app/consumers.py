@@ -30,7 +30,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from artifacts_app import access, fanout, faults, selectors
+from artifacts_app import access, event_schema, fanout, faults, selectors
 from artifacts_app.errors import (
     ArtifactError,
     ForbiddenError,
@@ -169,12 +169,12 @@ class EventsConsumer(AsyncWebsocketConsumer):
             self.close(code=close_code(error), reason=_reason(error.message))
         )
 
-    def offer(self, seq: int, text: str) -> None:
+    def offer(self, event: event_schema.Event, text: str) -> None:
         """Called by the hub; must not block. A full buffer means the client is not reading."""
         if self.lagging:
             return
         try:
-            self.buffer.put_nowait((seq, text))
+            self.buffer.put_nowait((event["seq"], text))
         except asyncio.QueueFull:
             self.lagging = True
             self._leave()
@@ -207,17 +207,14 @@ class EventsConsumer(AsyncWebsocketConsumer):
                     self.stream, last, check_retention=check
                 )
                 if check and page.truncated_from is not None:
-                    await self.send(
-                        text_data=orjson.dumps(
-                            {
-                                "type": "replay.truncated",
-                                "after": after,
-                                "oldestSeq": page.truncated_from,
-                                "message": "Events after this seq are no longer stored "
-                                "(ARTIFACTS_EVENT_RETENTION); replay starts at oldestSeq.",
-                            }
-                        ).decode()
-                    )
+                    notice: event_schema.ReplayTruncated = {
+                        "type": "replay.truncated",
+                        "after": after,
+                        "oldestSeq": page.truncated_from,
+                        "message": "Events after this seq are no longer stored "
+                        "(ARTIFACTS_EVENT_RETENTION); replay starts at oldestSeq.",
+                    }
+                    await self.send(text_data=orjson.dumps(notice).decode())
                 check = False
                 for payload in page.events:
                     await self.send(text_data=orjson.dumps(payload).decode())

@@ -1,6 +1,7 @@
 """Stored events, published after commit (DESIGN.md §5): storing and publishing, nothing else.
 
-Services call ``EventBatch.add`` inside their transaction while they hold the agent row lock, so
+Services call ``EventBatch``'s method for each event type (``tagged``, ``deleted``, ``pinned``: the
+payloads declared in ``event_schema``) inside their transaction while they hold the agent row lock, so
 ``seq`` is gapless per agent and its order is commit order. ``EventBatch.store`` writes the rows in
 that transaction (one multi-row INSERT) and registers one ``on_commit`` hook, ``publish``, which hands
 the payloads to ``fanout``: this process's hubs at once, other processes through the channel layer
@@ -17,17 +18,14 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from django.db import connection, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.utils import CursorWrapper
 
-from artifacts_app import fanout
+from artifacts_app import event_schema, fanout
 from artifacts_app.models import Event
-from artifacts_app.records import iso_ms
+from artifacts_app.records import ArtifactRecord
 
 log = logging.getLogger(__name__)
-
-TAGGED = "artifact.tagged"
-DELETED = "artifact.deleted"
-PINNED = "artifact.pinned"
-REASONS = ("deleted", "evicted", "pruned", "moved")
 
 
 class EventRow(NamedTuple):
@@ -38,13 +36,14 @@ class EventRow(NamedTuple):
     session_sid: str | None
     artifact_id: str
     turn_id: str | None
-    payload: dict[str, Any]
+    payload: event_schema.Event
     at: datetime
 
 
 @dataclass
 class EventBatch:
-    """The events of one transaction on one locked agent row."""
+    """The events of one transaction on one locked agent row: one method per event type, each
+    building its payload with that type's constructor (``event_schema``)."""
 
     agent_id: int
     last_seq: int
@@ -54,39 +53,82 @@ class EventBatch:
     # Python.
     prepared_at: tuple[datetime, Any] | None = None
 
-    def add(
+    def tagged(self, record: ArtifactRecord, *, at: datetime) -> event_schema.Tagged:
+        """``artifact.tagged``: ``record`` as the tag (or restore) stored it."""
+        payload = event_schema.tagged(
+            seq=self.last_seq + 1, session_sid=record.session_id, at=at, record=record
+        )
+        self._add(payload, record.session_id, record.id, record.turn_id, at)
+        return payload
+
+    def deleted(
         self,
-        type: str,
         *,
+        artifact_id: str,
+        key: str | None,
+        kind: str,
+        session_sid: str | None,
+        turn_id: str | None,
+        reason: str,
         at: datetime,
+    ) -> event_schema.Deleted:
+        """``artifact.deleted``: the record left ``session_sid`` for ``reason``."""
+        payload = event_schema.deleted(
+            seq=self.last_seq + 1,
+            session_sid=session_sid,
+            at=at,
+            artifact_id=artifact_id,
+            key=key,
+            kind=kind,
+            reason=reason,
+        )
+        self._add(payload, session_sid, artifact_id, turn_id, at)
+        return payload
+
+    def pinned(
+        self,
+        *,
+        artifact_id: str,
+        key: str | None,
+        kind: str,
+        session_sid: str | None,
+        turn_id: str | None,
+        pinned: bool,
+        at: datetime,
+    ) -> event_schema.Pinned:
+        """``artifact.pinned``: the record's pin changed to ``pinned``."""
+        payload = event_schema.pinned(
+            seq=self.last_seq + 1,
+            session_sid=session_sid,
+            at=at,
+            artifact_id=artifact_id,
+            key=key,
+            kind=kind,
+            pinned=pinned,
+        )
+        self._add(payload, session_sid, artifact_id, turn_id, at)
+        return payload
+
+    def _add(
+        self,
+        payload: event_schema.Event,
         session_sid: str | None,
         artifact_id: str,
         turn_id: str | None,
-        record: dict[str, Any],
-        reason: str | None = None,
-    ) -> dict[str, Any]:
-        self.last_seq += 1
-        payload: dict[str, Any] = {
-            "type": type,
-            "seq": self.last_seq,
-            "sessionId": session_sid,
-            "at": iso_ms(at),
-            "record": record,
-        }
-        if type == DELETED:
-            if reason not in REASONS:
-                raise ValueError(f"unknown delete reason {reason!r}")
-            payload["reason"] = reason
+        at: datetime,
+    ) -> None:
+        self.last_seq = payload["seq"]
         self.rows.append(
-            EventRow(self.last_seq, type, session_sid, artifact_id, turn_id, payload, at)
+            EventRow(
+                payload["seq"], payload["type"], session_sid, artifact_id, turn_id, payload, at
+            )
         )
-        return payload
 
     @property
-    def payloads(self) -> list[dict[str, Any]]:
+    def payloads(self) -> list[event_schema.Event]:
         return [row.payload for row in self.rows]
 
-    def store(self, cursor: Any = None) -> None:
+    def store(self, cursor: CursorWrapper | None = None) -> None:
         """Insert the rows (inside the caller's transaction, on its ``cursor`` when it has one
         open) and publish them once it commits."""
         if not self.rows:
@@ -101,7 +143,7 @@ class EventBatch:
         transaction.on_commit(lambda: publish(agent_id, payloads), robust=True)
 
 
-def publish(agent_id: int, payloads: list[dict[str, Any]]) -> None:
+def publish(agent_id: int, payloads: list[event_schema.Event]) -> None:
     """Hand committed events to this process's websockets and, with Redis, to the other processes.
     Never blocks on I/O and never raises into the caller: the events are stored, and subscribers
     that miss a publish recover them (gap filling, ``?after=``)."""
@@ -133,7 +175,7 @@ _COLUMNS = (
 _INSERTS: dict[tuple[str, int], str] = {}
 
 
-def _insert_sql(db: Any, n: int) -> str:
+def _insert_sql(db: BaseDatabaseWrapper, n: int) -> str:
     sql = _INSERTS.get((db.vendor, n))
     if sql is None:
         q = db.ops.quote_name
@@ -146,11 +188,14 @@ def _insert_sql(db: Any, n: int) -> str:
 
 
 def _insert(
-    cursor: Any, agent_id: int, rows: list[EventRow], prepared_at: tuple[datetime, Any] | None
+    cursor: CursorWrapper,
+    agent_id: int,
+    rows: list[EventRow],
+    prepared_at: tuple[datetime, Any] | None,
 ) -> None:
     # One multi-row INSERT: through bulk_create the ORM's Python cost as much as the statement
     # (bench/tag.py). Values are prepared by the model fields, so it stores what the ORM would.
-    db = cursor.db
+    db: BaseDatabaseWrapper = cursor.db
     payload_field = Event._meta.get_field("payload")
     params: list[Any] = []
     at, at_db = prepared_at or (None, None)

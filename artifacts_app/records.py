@@ -114,19 +114,6 @@ class ArtifactRecord:
             "updatedAt": iso_ms(self.updated_at),
         }
 
-    def event_summary(self) -> dict[str, Any]:
-        """The ``record`` part of an ``artifact.tagged`` event."""
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "key": self.key,
-            "title": self.title,
-            "data": self.data,
-            "source": self.source,
-            "version": self.version,
-            "pinned": self.pinned,
-        }
-
 
 def record_json(row: dict[str, Any]) -> dict[str, Any]:
     """A ``.values(*RECORD_FIELDS)`` row straight to its wire form."""

@@ -12,8 +12,9 @@ itself if it must. A database that does not answer ends nothing: the next look a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 from channels.db import database_sync_to_async
 from django.conf import settings
@@ -34,64 +35,84 @@ class Guarded(Protocol):
         Called on the hub's loop; must not block."""
 
 
-class Guarding(Protocol):
+class Closing(Protocol):
     """What the watch needs of a hub (``fanout.hub.Hub``), named here so that this module does not
     import the hub that imports it."""
 
-    guarded: set[Any]
-    guard_seen: tuple[Any, Any] | None
-    guard_task: asyncio.Task[None] | None
-    closing: bool
+    @property
+    def closing(self) -> bool: ...
 
 
 def interval() -> float:
     return float(getattr(settings, "ARTIFACTS_STREAM_RECHECK", 0.5))
 
 
-async def look(hub: Guarding) -> None:
-    """Ask once about every guarded stream of ``hub`` and hand each the answer.
+class CredentialsWatch:
+    """A hub's guarded streams, what was asked about them last, and the task that asks again."""
 
-    A stream's verdict depends only on its grant and the state, so when the same credentials were
-    asked about and the state is the same as at the last look, nothing can have changed for any
-    stream (a stream opened since was let in by the same rule): the streams are not asked."""
-    streams = list(hub.guarded)
-    if not streams:
-        return
-    wanted = frozenset(stream.credentials for stream in streams)
-    state = await database_sync_to_async(selectors.credentials_state, thread_sensitive=False)(
-        wanted
-    )
-    if hub.guard_seen == (wanted, state):
-        return
-    hub.guard_seen = (wanted, state)
-    for stream in streams:
-        if stream in hub.guarded:  # still open after the query's await
-            try:
-                stream.recheck(state)
-            except Exception:
-                log.exception("re-checking the credentials of a stream failed")
+    def __init__(
+        self, hub: Closing, loop: asyncio.AbstractEventLoop, context: contextvars.Context
+    ) -> None:
+        self.hub = hub
+        self.loop = loop
+        self.context = context  # the task's: none of the first caller's contextvars
+        self.streams: set[Guarded] = set()
+        self.seen: tuple[frozenset[selectors.Credentials], selectors.CredentialsState] | None = None
+        self.task: asyncio.Task[None] | None = None
 
+    def add(self, stream: Guarded) -> None:
+        self.streams.add(stream)
+        if self.task is None and not self.hub.closing:
+            self.task = self.loop.create_task(self.guard_forever(), context=self.context.copy())
 
-async def guard_forever(hub: Guarding) -> None:
-    """The watch: runs while the hub guards any stream (``Hub.guard`` starts it)."""
-    failing = False
-    try:
-        while not hub.closing:
-            await asyncio.sleep(interval())
-            if not hub.guarded:
-                return
-            try:
-                await look(hub)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                # Once per outage: a database that does not answer revokes nothing meanwhile.
-                (log.debug if failing else log.warning)(
-                    "re-checking the open streams' credentials failed; retrying", exc_info=True
-                )
-                failing = True
-            else:
-                failing = False
-    finally:
-        if hub.guard_task is asyncio.current_task():
-            hub.guard_task = None
+    def discard(self, stream: Guarded) -> None:
+        self.streams.discard(stream)
+
+    async def look(self) -> None:
+        """Ask once about every guarded stream and hand each the answer.
+
+        A stream's verdict depends only on its grant and the state, so when the same credentials
+        were asked about and the state is the same as at the last look, nothing can have changed
+        for any stream (a stream opened since was let in by the same rule): the streams are not
+        asked."""
+        streams = list(self.streams)
+        if not streams:
+            return
+        wanted = frozenset(stream.credentials for stream in streams)
+        state = await database_sync_to_async(selectors.credentials_state, thread_sensitive=False)(
+            wanted
+        )
+        if self.seen == (wanted, state):
+            return
+        self.seen = (wanted, state)
+        for stream in streams:
+            if stream in self.streams:  # still open after the query's await
+                try:
+                    stream.recheck(state)
+                except Exception:
+                    log.exception("re-checking the credentials of a stream failed")
+
+    async def guard_forever(self) -> None:
+        """The watch: runs while any stream is guarded (``add`` starts it)."""
+        failing = False
+        try:
+            while not self.hub.closing:
+                await asyncio.sleep(interval())
+                if not self.streams:
+                    return
+                try:
+                    await self.look()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    # Once per outage: a database that does not answer revokes nothing meanwhile.
+                    (log.debug if failing else log.warning)(
+                        "re-checking the open streams' credentials failed; retrying",
+                        exc_info=True,
+                    )
+                    failing = True
+                else:
+                    failing = False
+        finally:
+            if self.task is asyncio.current_task():
+                self.task = None

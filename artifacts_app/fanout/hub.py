@@ -8,6 +8,7 @@ import asyncio
 import contextvars
 import logging
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,11 +16,11 @@ import orjson
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from artifacts_app import event_schema, selectors
 from artifacts_app import layer as layer_servers
-from artifacts_app import selectors
 from artifacts_app.fanout import guard, resync
 from artifacts_app.fanout.guard import Guarded
-from artifacts_app.fanout.publisher import agent_group, new_layer, origin, remote_enabled
+from artifacts_app.fanout.publisher import Batch, agent_group, new_layer, origin, remote_enabled
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +28,16 @@ log = logging.getLogger(__name__)
 class Subscriber(Protocol):
     session_sid: str | None  # None: the agent stream (every event)
 
-    def offer(self, seq: int, text: str) -> None: ...
+    def offer(self, event: event_schema.Event, text: str) -> None:
+        """``event`` as declared, and ``text`` its JSON, serialized once for every subscriber."""
 
 
 @dataclass
 class _Feed:
     agent_id: int
-    subscribers: set[Any] = field(default_factory=set)
+    subscribers: set[Subscriber] = field(default_factory=set)
     next_seq: int | None = None  # None until the stored last_seq was read
-    pending: dict[int, dict[str, Any]] = field(default_factory=dict)
+    pending: dict[int, event_schema.Event] = field(default_factory=dict)
     gap_timer: asyncio.TimerHandle | None = None
     filling: bool = False
     ready: asyncio.Event = field(default_factory=asyncio.Event)
@@ -54,15 +56,11 @@ class Hub:
         self.receiving: asyncio.Task | None = None  # the reader's receive, kept across timeouts
         self._layer_lock = asyncio.Lock()
         self.gap_wait = float(getattr(settings, "ARTIFACTS_WS_GAP_WAIT", 0.5))
-        # The layer's servers as last seen (their run_ids), and whether they are away now.
-        self.watcher: asyncio.Task | None = None
-        self.layer_ids: tuple[str, ...] | None = None
-        self.layer_away = False
+        # The watch of the layer's servers (``resync``): it owns what it saw of them.
+        self.layer_watch = resync.LayerWatch(self)
         self.closing = False  # set by ``close``: the reader and the watcher stop retrying
         # The open streams whose credentials are asked about again (``guard``), and that watch.
-        self.guarded: set[Any] = set()
-        self.guard_task: asyncio.Task | None = None
-        self.guard_seen: tuple[Any, Any] | None = None  # (credentials asked, their state) last time
+        self.credentials_watch = guard.CredentialsWatch(self, loop, _BLANK)
 
     async def close(self, timeout: float = 5.0) -> bool:
         """Stop the reader and the watcher, close the layer's pools, leave the registry. Bounded by
@@ -83,8 +81,13 @@ class Hub:
         self.feeds.clear()
         deadline = self.loop.time() + timeout
         stopped = True
-        self.guarded.clear()
-        for task in (self.reader, self.receiving, self.watcher, self.guard_task):
+        self.credentials_watch.streams.clear()
+        for task in (
+            self.reader,
+            self.receiving,
+            self.layer_watch.task,
+            self.credentials_watch.task,
+        ):
             stopped = await _stop(task, deadline) and stopped
         if not stopped:
             log.warning("the fan-out's layer tasks did not stop within %.1f s", timeout)
@@ -95,7 +98,7 @@ class Hub:
                 )
             except Exception:
                 log.warning("closing the fan-out's layer pools failed", exc_info=True)
-        self.reader = self.receiving = self.watcher = None
+        self.reader = self.receiving = None
         return stopped
 
     # --- sockets -------------------------------------------------------------------------------
@@ -145,18 +148,14 @@ class Hub:
     def guard(self, stream: Guarded) -> None:
         """Ask about ``stream``'s credentials again while it is open (it ends itself if they no
         longer hold); ``unguard`` when it closes."""
-        self.guarded.add(stream)
-        if self.guard_task is None and not self.closing:
-            self.guard_task = self.loop.create_task(
-                guard.guard_forever(self), context=_BLANK.copy()
-            )
+        self.credentials_watch.add(stream)
 
     def unguard(self, stream: Guarded) -> None:
-        self.guarded.discard(stream)
+        self.credentials_watch.discard(stream)
 
     # --- events in -----------------------------------------------------------------------------
 
-    def deliver(self, agent_id: int, payloads: list[dict[str, Any]]) -> None:
+    def deliver(self, agent_id: int, payloads: Sequence[event_schema.Event]) -> None:
         """Take events of an agent (on this hub's loop); hand them out in seq order."""
         feed = self.feeds.get(agent_id)
         if feed is None:
@@ -176,11 +175,11 @@ class Hub:
             payload = pending.pop(feed.next_seq)
             feed.next_seq += 1
             text = orjson.dumps(payload).decode()
-            sid = payload.get("sessionId")
+            sid = payload["sessionId"]
             for subscriber in list(feed.subscribers):
                 wanted = subscriber.session_sid
                 if wanted is None or wanted == sid:
-                    subscriber.offer(payload["seq"], text)
+                    subscriber.offer(payload, text)
         if pending and feed.gap_timer is None and not feed.filling:
             feed.gap_timer = self.loop.call_later(
                 self.gap_wait, self._fill_gap, feed, context=_BLANK.copy()
@@ -201,8 +200,10 @@ class Hub:
         try:
             assert feed.next_seq is not None
             upto = min(feed.pending)
-            missing = await database_sync_to_async(selectors.events_between)(
-                feed.agent_id, feed.next_seq - 1, upto
+            missing = event_schema.stored(
+                await database_sync_to_async(selectors.events_between)(
+                    feed.agent_id, feed.next_seq - 1, upto
+                )
             )
             log.info("filled %d missing event(s) of agent %s", len(missing), feed.agent_id)
             for payload in missing:
@@ -224,15 +225,10 @@ class Hub:
                 self.layer = new_layer()
                 self.channel = await self.layer.new_channel("artifacts.hub.")
                 self.reader = self.loop.create_task(self._read_forever())
-                watch = layer_servers.ServerWatch(timeout=resync.watch_timeout())
-                try:  # before the first group_add: a restart after it is then seen as one
-                    self.layer_ids = await watch.server_ids()
-                except asyncio.CancelledError:
-                    await watch.close()
-                    raise
-                except Exception:
-                    self.layer_away = True
-                self.watcher = self.loop.create_task(resync.watch_forever(self, watch))
+                # Before the first group_add: a restart after it is then seen as one.
+                await self.layer_watch.start(
+                    layer_servers.ServerWatch(timeout=resync.watch_timeout())
+                )
 
     async def _group_add(self, agent_id: int) -> None:
         await self._ensure_channel()
@@ -246,12 +242,28 @@ class Hub:
         except asyncio.CancelledError:
             raise
         except Exception:
-            self.mark_away()
+            self.layer_watch.mark_away()
 
-    def mark_away(self) -> None:
-        if not self.layer_away:  # once per outage
-            log.warning("channel layer unreachable: serving events from the database")
-        self.layer_away = True
+    async def add_all_groups(self) -> bool:
+        """(Re-)join the group of every watched agent; False (logged) when the layer fails."""
+        try:
+            for agent_id in list(self.feeds):
+                await self.layer.group_add(agent_group(agent_id), self.channel)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.warning("joining the fan-out's groups failed", exc_info=True)
+            return False
+        return True
+
+    def positions(self) -> list[tuple[int, int]]:
+        """(agent, the last seq handed out) of each feed that has started: where a catch-up from
+        the stored events begins."""
+        return [
+            (agent_id, feed.next_seq - 1)
+            for agent_id, feed in self.feeds.items()
+            if feed.next_seq is not None
+        ]
 
     async def _group_discard(self, agent_id: int) -> None:
         if agent_id in self.feeds:  # someone joined again meanwhile
@@ -280,22 +292,22 @@ class Hub:
                         # does): retrying here would swallow it, and the loop could never close.
                         raise asyncio.CancelledError from exc
                     # Once per outage, not once a second: the watcher says when it is back.
-                    (log.debug if self.layer_away else log.warning)(
+                    (log.debug if self.layer_watch.away else log.warning)(
                         "receiving from the channel layer failed; retrying", exc_info=True
                     )
                     await asyncio.sleep(1)
                     continue
                 if message is not None and message.get("origin") != me:
-                    self.deliver(int(message["agent"]), list(message["events"]))
+                    self.deliver(message["agent"], message["events"])
                 if self.loop.time() >= next_refresh:
                     # Group membership expires in the layer (group_expiry): renew it for live feeds.
                     next_refresh = self.loop.time() + refresh
-                    await resync.add_all_groups(self)
+                    await self.add_all_groups()
         finally:
             if self.receiving is not None:
                 self.receiving.cancel()  # ``close`` re-cancels it until it is done
 
-    async def _receive(self, timeout: float) -> dict[str, Any] | None:
+    async def _receive(self, timeout: float) -> Batch | None:
         """The next layer message, or None after ``timeout`` seconds (the receive goes on).
 
         The receive runs as its own task, kept here, rather than under ``wait_for``: on Python 3.11
@@ -353,7 +365,7 @@ async def close_hub(timeout: float = 5.0) -> bool:
     return True if found is None else await found.close(timeout)
 
 
-def deliver_local(agent_id: int, payloads: list[dict[str, Any]]) -> None:
+def deliver_local(agent_id: int, payloads: list[event_schema.Event]) -> None:
     """From any thread: give committed events to every hub of this process that watches the agent.
     A hub that does not watch it yet reads them from the stored rows when a socket joins."""
     for loop, found in list(_hubs.items()):

@@ -9,13 +9,24 @@ import logging
 import os
 import threading
 import uuid
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from django.conf import settings
 
+from artifacts_app import event_schema
+
 log = logging.getLogger(__name__)
 
-BATCH = "artifacts.batch"  # the one layer message type: {"type", "origin", "agent", "events"}
+BATCH: Literal["artifacts.batch"] = "artifacts.batch"  # the one layer message type (``Batch``)
+
+
+class Batch(TypedDict):
+    """The one layer message: the events of one agent that one process committed."""
+
+    type: Literal["artifacts.batch"]
+    origin: str  # the sending process (``origin``): its own hubs had them already
+    agent: int
+    events: list[event_schema.Event]
 
 
 def agent_group(agent_id: int) -> str:
@@ -59,7 +70,7 @@ class _Publisher:
         self.lock = threading.Lock()
         self.limit = getattr(settings, "ARTIFACTS_WS_PUBLISH_BACKLOG", 10_000)
         self.layer: Any = None
-        self.queue: asyncio.Queue[tuple[int, list[dict[str, Any]]]] | None = None
+        self.queue: asyncio.Queue[tuple[int, list[event_schema.Event]]] | None = None
         ready = threading.Event()
         self.thread = threading.Thread(
             target=self._run, args=(ready,), name="artifacts-publisher", daemon=True
@@ -75,7 +86,7 @@ class _Publisher:
         ready.set()
         self.loop.run_forever()
 
-    def submit(self, agent_id: int, payloads: list[dict[str, Any]]) -> None:
+    def submit(self, agent_id: int, payloads: list[event_schema.Event]) -> None:
         with self.lock:
             if self.pending >= self.limit:
                 log.error("publisher backlog full: dropped events of agent %s", agent_id)
@@ -92,15 +103,18 @@ class _Publisher:
             batches = [await self.queue.get()]
             while not self.queue.empty():
                 batches.append(self.queue.get_nowait())
-            merged: dict[int, list[dict[str, Any]]] = {}
+            merged: dict[int, list[event_schema.Event]] = {}
             for agent_id, payloads in batches:
                 merged.setdefault(agent_id, []).extend(payloads)
             for agent_id, payloads in merged.items():
+                message: Batch = {
+                    "type": BATCH,
+                    "origin": origin(),
+                    "agent": agent_id,
+                    "events": payloads,
+                }
                 try:
-                    await self.layer.group_send(
-                        agent_group(agent_id),
-                        {"type": BATCH, "origin": origin(), "agent": agent_id, "events": payloads},
-                    )
+                    await self.layer.group_send(agent_group(agent_id), message)
                 except Exception:
                     log.exception("sending events of agent %s to the layer failed", agent_id)
             with self.lock:

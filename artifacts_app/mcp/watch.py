@@ -23,12 +23,11 @@ from typing import Any
 import orjson
 from channels.db import database_sync_to_async
 
-from artifacts_app import access, fanout, selectors
+from artifacts_app import access, event_schema, fanout, selectors
 from artifacts_app.errors import ArtifactError
 from artifacts_app.mcp.reads import record_uri
 from artifacts_app.models import Agent
 
-TAGGED, DELETED, PINNED = "artifact.tagged", "artifact.deleted", "artifact.pinned"
 BACKLOG = 10_000  # unexamined events past which a watch signals everything it could
 
 
@@ -77,15 +76,14 @@ class Watch:
             self.revoked = error
             self.leave()
 
-    def offer(self, seq: int, text: str) -> None:
+    def offer(self, event: event_schema.Event, text: str) -> None:
         if self._flooded:
             return
         if len(self._events) >= BACKLOG:
             self._events.clear()
             self._flooded = True
         else:
-            event = orjson.loads(text)
-            self._events.append((event["type"], event.get("sessionId"), event["record"]["id"]))
+            self._events.append((event["type"], event["sessionId"], event["record"]["id"]))
         self._wake.set()
 
     # --- the client side -----------------------------------------------------------------------
@@ -119,7 +117,7 @@ class Watch:
                 continue
             if rid in self.subscribed:
                 updated.add(rid)
-            if kind != PINNED:
+            if kind != event_schema.PINNED:
                 listed = listed or self.list_changes
         return listed, updated
 

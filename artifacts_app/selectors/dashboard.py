@@ -19,10 +19,9 @@ from typing import Any
 from django.db.models import Count
 from django.db.models.functions import TruncHour
 
+from artifacts_app.event_schema import DELETED, TAGGED
 from artifacts_app.models import Artifact, Event
 
-TAGGED = "artifact.tagged"
-DELETED = "artifact.deleted"
 WEEK_HOURS = 7 * 24
 
 

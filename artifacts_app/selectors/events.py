@@ -7,12 +7,12 @@ from typing import Any
 
 from django.db.models import Min
 
+from artifacts_app.event_schema import TAGGED
 from artifacts_app.models import Artifact, Event
 from artifacts_app.records import RECORD_FIELDS, ArtifactRecord
 from artifacts_app.selectors.agents import agent_last_seq
 
 REPLAY_PAGE = 1000
-TAGGED = "artifact.tagged"
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from artifacts_app import selectors
 from artifacts_app.errors import ConflictError, NotFoundError
-from artifacts_app.events import DELETED, TAGGED, EventBatch
+from artifacts_app.events import EventBatch
 from artifacts_app.models import Agent
 from artifacts_app.names import keyed_id, new_id
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
@@ -214,14 +214,7 @@ def _tag_events(
             turn_id=record.turn_id,
         )
         deleted_events([left], batch=batch, reason="moved", at=now)
-    batch.add(
-        TAGGED,
-        at=now,
-        session_sid=record.session_id,
-        artifact_id=record.id,
-        turn_id=record.turn_id,
-        record=record.event_summary(),
-    )
+    batch.tagged(record, at=now)
 
 
 def evict(
@@ -238,14 +231,14 @@ def deleted_events(
 ) -> int:
     """Add an ``artifact.deleted`` event for each deleted row."""
     for row in rows:
-        batch.add(
-            DELETED,
-            at=at,
-            session_sid=row.session_sid,
+        batch.deleted(
             artifact_id=row.id,
+            key=row.key,
+            kind=row.kind,
+            session_sid=row.session_sid,
             turn_id=row.turn_id,
-            record={"id": row.id, "key": row.key, "kind": row.kind},
             reason=reason,
+            at=at,
         )
     return len(rows)
 

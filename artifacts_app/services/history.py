@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from artifacts_app import selectors
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError
-from artifacts_app.events import PINNED, EventBatch
+from artifacts_app.events import EventBatch
 from artifacts_app.models import Agent, Artifact, ArtifactVersion
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
 from artifacts_app.registry import spec_for
@@ -125,18 +125,14 @@ def artifact_pin(*, agent: Agent | str, artifact_id: str, pinned: bool = True) -
             raise unknown_artifact(agent, artifact_id)
         if change.changed:
             batch = EventBatch(agent_id=agent.pk, last_seq=last_seq)
-            batch.add(
-                PINNED,
-                at=timezone.now(),
-                session_sid=change.session_sid,
+            batch.pinned(
                 artifact_id=artifact_id,
+                key=change.key,
+                kind=change.kind,
+                session_sid=change.session_sid,
                 turn_id=change.turn_id,
-                record={
-                    "id": artifact_id,
-                    "key": change.key,
-                    "kind": change.kind,
-                    "pinned": bool(pinned),
-                },
+                pinned=bool(pinned),
+                at=timezone.now(),
             )
             batch.store(cursor)
             _sql.agent_counters_save(cursor, agent.pk, _sql.Counters(count, batch.last_seq))

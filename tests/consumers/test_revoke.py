@@ -23,7 +23,6 @@ from websockets.asyncio.client import connect as connect_ws
 from websockets.exceptions import ConnectionClosed
 
 from artifacts_app import fanout, selectors, services
-from artifacts_app.fanout import guard
 from artifacts_app.models import Agent, ApiKey, Session
 from tests.consumers import live
 from tests.consumers.conftest import Communicator, connect, receive_all, tag
@@ -181,11 +180,12 @@ async def test_the_watch_asks_nothing_once_no_stream_is_open(keys, settings):
     settings.ARTIFACTS_STREAM_RECHECK = 0.05
     comm = await opened(AGENT, keys["agent_key"])
     hub = fanout.hub()
-    assert hub.guard_task is not None and hub.guarded
+    watch = hub.credentials_watch
+    assert watch.task is not None and watch.streams
     await comm.disconnect()
-    assert not hub.guarded
-    await asyncio.wait_for(asyncio.shield(hub.guard_task), BOUND)  # it ends by itself
-    assert hub.guard_task is None
+    assert not watch.streams
+    await asyncio.wait_for(asyncio.shield(watch.task), BOUND)  # it ends by itself
+    assert watch.task is None
 
 
 def manage(*args: str) -> subprocess.CompletedProcess:
@@ -327,11 +327,11 @@ async def test_a_look_with_the_last_looks_answer_asks_no_stream(keys, settings):
     hub = fanout.hub()
     hub.guard(stream)
     try:
-        await guard.look(hub)
-        await guard.look(hub)  # nothing changed: the same answer, nobody asked
+        await hub.credentials_watch.look()
+        await hub.credentials_watch.look()  # nothing changed: the same answer, nobody asked
         assert [key.pk in state.keys for state in stream.asked] == [True]
         await run(services.token_revoke, token=keys["agent_key"])
-        await guard.look(hub)
+        await hub.credentials_watch.look()
         assert [key.pk in state.keys for state in stream.asked] == [True, False]
     finally:
         hub.unguard(stream)

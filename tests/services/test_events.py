@@ -24,8 +24,10 @@ class Collect:
         self.session_sid = session_sid
         self.got: list[dict] = []
 
-    def offer(self, seq: int, text: str) -> None:
-        self.got.append(orjson.loads(text))
+    def offer(self, event: dict, text: str) -> None:
+        # The hub hands the event as declared and its JSON, serialized once: they must agree.
+        assert orjson.loads(text) == event
+        self.got.append(event)
 
     async def settle(self, n: int | None = None, timeout: float = 3) -> list[dict]:
         deadline = asyncio.get_running_loop().time() + timeout

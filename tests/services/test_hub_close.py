@@ -62,7 +62,7 @@ class TurnsIntoError(InMemoryChannelLayer):
 class Quiet:
     session_sid = None
 
-    def offer(self, seq: int, text: str) -> None:  # no events in these tests
+    def offer(self, event: dict, text: str) -> None:  # no events in these tests
         pass
 
 
@@ -86,7 +86,7 @@ async def test_close_stops_a_reader_whose_cancellation_was_swallowed(settings, f
     hub = fanout.hub()
     assert hub.remote
     await hub.join(freeform.pk, Quiet())
-    reader, watcher = hub.reader, hub.watcher
+    reader, watcher = hub.reader, hub.layer_watch.task
     assert reader is not None and watcher is not None
     await _until(lambda: Swallows.receiving)
 
@@ -109,7 +109,7 @@ async def test_close_stops_a_reader_whose_cancellation_became_an_error(settings,
 
     assert await hub.close(timeout=10) is True
     assert TurnsIntoError.turned >= 1  # the reader did see the cancellation as an error
-    assert reader.done() and hub.watcher is None
+    assert reader.done() and hub.layer_watch.task is None
 
 
 async def test_close_hub_without_a_hub_does_nothing():
