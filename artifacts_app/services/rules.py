@@ -4,13 +4,12 @@ the share of validation time waits only outside one)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import transaction
 
 from artifacts_app import media
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Artifact
 from artifacts_app.names import (
     KEY_MAX,
@@ -25,7 +24,7 @@ from artifacts_app.values import check_text, check_value
 SOURCES = (Artifact.SOURCE_HOST, Artifact.SOURCE_MODEL)
 
 
-def check_session_id(sid: Any, *, field: str) -> None:
+def check_session_id(sid: JSON, *, field: str) -> None:
     if not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid):
         raise ArtifactError(
             "invalid_session_id",
@@ -36,7 +35,7 @@ def check_session_id(sid: Any, *, field: str) -> None:
         )
 
 
-def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
+def _check_text(value: JSON, *, field: str, limit: int, code: str) -> None:
     if value is None:
         return
     if not isinstance(value, str):
@@ -48,7 +47,7 @@ def _check_text(value: Any, *, field: str, limit: int, code: str) -> None:
     check_text(value, field=field, code=code)
 
 
-def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
+def _resolve_kind(spec: AgentSpec, kind: JSON) -> str:
     if kind is None:
         if spec.kinds:
             raise ArtifactError(
@@ -72,7 +71,7 @@ def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
     return kind
 
 
-def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
+def parse_data(spec: AgentSpec, kind: str, data: JSON) -> JSON:
     """Validate ``data`` against the kind's schema and return the JSON form of the parsed value."""
     if data is None:
         raise ArtifactError(
@@ -87,7 +86,7 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
     return declared.parse(kind, data, agent=spec.slug, wait=wait)
 
 
-def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
+def _check_content_type(content_type: JSON, *, has_contents: bool) -> None:
     if content_type is None:
         return
     # Parsed, not pattern-matched (media.py): exactly one media type, or 400 invalid_content_type.
@@ -100,7 +99,7 @@ def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
         )
 
 
-def _check_data_size(parsed: Any) -> None:
+def _check_data_size(parsed: JSON) -> None:
     # The one check of what both databases can hold (API.md "Errors"), for every entry point:
     # what is stored is always what can be listed, read and replayed on SQLite and PostgreSQL.
     encoded = check_value(parsed, field="data", code="invalid_data")  # its JSON, encoded once
@@ -118,16 +117,16 @@ def _check_data_size(parsed: Any) -> None:
 def tag_validate(
     *,
     spec: AgentSpec,
-    kind: Any,
-    key: Any,
-    title: Any,
-    data: Any,
-    session_id: Any,
-    turn_id: Any,
-    source: Any,
+    kind: JSON,
+    key: JSON,
+    title: JSON,
+    data: JSON,
+    session_id: JSON,
+    turn_id: JSON,
+    source: JSON,
     has_contents: bool,
-    content_type: Any,
-) -> tuple[str, Any]:
+    content_type: JSON,
+) -> tuple[str, JSON]:
     """Every Tag rule that needs no database; answers the kind in force and the parsed data."""
     _check_text(key, field="key", limit=KEY_MAX, code="invalid_key")
     if key == "":
