@@ -14,7 +14,7 @@ import os
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO
 
 from django.conf import settings
 from django.core.files import File
@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from artifacts_app import faults
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.models import Blob
 
 log = logging.getLogger(__name__)
@@ -143,7 +144,7 @@ def temp_files_sweep(*, older_than: float, dry_run: bool = False) -> TempSweep:
     return report
 
 
-def storage_probe() -> dict[str, Any]:
+def storage_probe() -> JSONObject:
     """Whether the blob storage takes an upload now (``/healthz``): a small file is written,
     synced and removed where uploads write theirs (beside local storage, and the request bodies'
     spool, ``FILE_UPLOAD_TEMP_DIR``), and the free bytes there are reported; with S3 the bucket
@@ -343,7 +344,7 @@ def blob_delete(sha256: str) -> None:
         blob_storage().delete(blob_name(sha256))
 
 
-def blob_url(sha256: str, **kwargs: Any) -> str | None:
+def blob_url(sha256: str, **kwargs: object) -> str | None:
     """A direct URL for the blob where the storage can sign one (S3), else None."""
     storage = blob_storage()
     if isinstance(storage, FileSystemStorage):

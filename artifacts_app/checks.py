@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
+from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 
@@ -11,7 +12,9 @@ from artifacts_app import faults
 
 
 @checks.register(checks.Tags.compatibility, deploy=False)
-def check_layer_for_processes(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+def check_layer_for_processes(
+    app_configs: Sequence[AppConfig] | None = None, **_: object
+) -> list[checks.CheckMessage]:
     """More than one server process needs a channel layer that crosses processes (Redis):
     with the in-memory layer each process would only see its own publishes."""
     processes = int(getattr(settings, "ARTIFACTS_PROCESSES", 1))
@@ -29,7 +32,9 @@ def check_layer_for_processes(app_configs: Any = None, **_: Any) -> list[checks.
 
 
 @checks.register(checks.Tags.database)
-def check_persistent_connections(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+def check_persistent_connections(
+    app_configs: Sequence[AppConfig] | None = None, **_: object
+) -> list[checks.CheckMessage]:
     """Connections live as long as their request thread (DESIGN.md §10): the site's ASGI handler
     reuses its threads, so that is safe — but only with a health check, or a connection broken
     underneath (a database restart, a replaced SQLite file) would fail the next request on it."""
@@ -56,7 +61,9 @@ REACHABLE = "artifacts_reachable"  # the tag of the reachability check alone (co
 
 @checks.register(checks.Tags.database, REACHABLE)
 def check_database_reachable(
-    app_configs: Any = None, databases: Any = None, **_: Any
+    app_configs: Sequence[AppConfig] | None = None,
+    databases: Sequence[str] | None = None,
+    **_: object,
 ) -> list[checks.CheckMessage]:
     """A database the site cannot reach is an error, not a passing ``check`` followed by failing
     requests. Bounded by the connection's timeouts (settings ``DATABASE_CONNECT_TIMEOUT``).
@@ -85,7 +92,7 @@ WEBSOCKET_HANDSHAKE_SECONDS = 5  # daphne's --websocket_connect_timeout, by defa
 
 @checks.register(checks.Tags.database)
 def check_database_waits_fit_the_websocket_handshake(
-    app_configs: Any = None, **_: Any
+    app_configs: Sequence[AppConfig] | None = None, **_: object
 ) -> list[checks.CheckMessage]:
     """A websocket whose database cannot be reached is closed with 4503 only if the wait for a
     connection ends before daphne drops a handshake that is still going (5 s by default)."""

@@ -6,7 +6,9 @@ the subclass, commands to ``CommandError``, the admin to a message, websockets t
 
 from __future__ import annotations
 
-from typing import Any
+from pydantic import ValidationError
+
+from artifacts_app.jsontypes import JSON, JSONObject
 
 
 class ArtifactError(Exception):
@@ -14,14 +16,14 @@ class ArtifactError(Exception):
 
     status = 400
 
-    def __init__(self, code: str, message: str, details: Any = None) -> None:
+    def __init__(self, code: str, message: str, details: JSON = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.details = details
 
-    def as_envelope(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+    def as_envelope(self) -> JSONObject:
+        error: JSONObject = {"code": self.code, "message": self.message}
         if self.details is not None:
             error["details"] = self.details
         return {"error": error}
@@ -101,7 +103,13 @@ class SchemaInvalidError(ArtifactError):
     word the same refusal for the model without validating again."""
 
     def __init__(
-        self, code: str, message: str, details: Any = None, *, kind: str, validation: Any
+        self,
+        code: str,
+        message: str,
+        details: JSON = None,
+        *,
+        kind: str,
+        validation: ValidationError | None,
     ) -> None:
         super().__init__(code, message, details)
         self.kind = kind

@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from django.db import InterfaceError, OperationalError, connections
 
@@ -127,5 +126,5 @@ def describe(exc: BaseException) -> str:
     return name
 
 
-def retry_after(error: Any) -> str:
+def retry_after(error: object) -> str:
     return str(getattr(error, "retry_after", 5))

@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
 
 import orjson
 from django.conf import settings
@@ -34,6 +33,7 @@ from django.views.decorators.cache import never_cache
 from artifacts_app import access, blobs, faults, layer
 from artifacts_app.door import envelope_response, is_api_path
 from artifacts_app.errors import StorageFullError, UnavailableError
+from artifacts_app.jsontypes import JSONObject
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,9 @@ class FaultsMiddleware:
         return fault_response(request, error)
 
 
-def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+def server_error(
+    request: HttpRequest, template_name: str = defaults.ERROR_500_TEMPLATE_NAME
+) -> HttpResponse:
     """``handler500``: the exception being handled is ``sys.exc_info()``'s."""
     exc = sys.exc_info()[1]
     error = faults.classify(exc) if exc is not None else None
@@ -74,7 +76,7 @@ def server_error(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpRespons
         return envelope_response(
             500, "internal_error", "The server failed on this request; it has been logged."
         )
-    return defaults.server_error(request, *args, **kwargs)
+    return defaults.server_error(request, template_name)
 
 
 # --- /healthz ------------------------------------------------------------------------------------
@@ -87,7 +89,7 @@ class _Probe:
     (a dependency that does not answer) is waited for again, never stacked behind: the threads
     and connections the health view holds stay one per dependency."""
 
-    def __init__(self, name: str, call: Callable[[], dict[str, Any]]) -> None:
+    def __init__(self, name: str, call: Callable[[], JSONObject]) -> None:
         self.name = name
         self.call = call
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"healthz-{name}")
@@ -103,7 +105,7 @@ class _Probe:
             return self.running, self.started
 
     @staticmethod
-    def answer(running: Future, started: float, deadline: float) -> dict[str, Any]:
+    def answer(running: Future, started: float, deadline: float) -> JSONObject:
         try:
             details = running.result(timeout=max(0.0, deadline - time.monotonic()))
         except FutureTimeout:
@@ -118,7 +120,7 @@ class _Probe:
         return {"status": OK, **details}
 
 
-def _database() -> dict[str, Any]:
+def _database() -> JSONObject:
     from django.db import connection
 
     try:
@@ -129,7 +131,7 @@ def _database() -> dict[str, Any]:
     return {"vendor": connection.vendor}
 
 
-def _channel_layer() -> dict[str, Any]:
+def _channel_layer() -> JSONObject:
     return layer.layer_probe(timeout=float(settings.ARTIFACTS_HEALTH_TIMEOUT))
 
 
@@ -173,7 +175,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
         status, code = UNAVAILABLE, 503
     else:
         status, code = ("degraded" if failing else OK), 200
-    body: dict[str, Any] = {"status": status}
+    body: JSONObject = {"status": status}
     if may_see_details(request):
         body["checks"] = checks
     response = HttpResponse(

@@ -36,20 +36,23 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol, TypeAlias
 from urllib.parse import quote, urljoin
 
 import orjson
 import re2
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, relevance
+from jsonschema.protocols import Validator as SchemaValidator
 from jsonschema.validators import extend
 from referencing import Registry, Resource
 from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012
+
+from artifacts_app.jsontypes import JSON, JSONObject
 
 SCHEMA_MAX_BYTES = 64 * 1024
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -183,6 +186,37 @@ def _code_point(pattern: str, i: int) -> tuple[int | None, int]:
     return None, i
 
 
+class _Resolved(Protocol):
+    """What a reference names, and the resolver for references inside it (``Resolver.lookup``)."""
+
+    @property
+    def contents(self) -> JSON: ...
+    @property
+    def resolver(self) -> Resolver: ...
+
+
+class Resolver(Protocol):
+    """What is used of a ``referencing`` resolver (``Registry.resolver``; the library exports
+    its class only for typing)."""
+
+    def lookup(self, ref: str) -> _Resolved: ...
+    def in_subresource(self, subresource: Resource[JSON]) -> Resolver: ...
+
+
+class RE2Pattern(Protocol):
+    """What is used of a pattern compiled by RE2 (``re2.compile``)."""
+
+    programsize: int
+
+    def search(self, text: bytes) -> object | None: ...
+
+
+class _RE2Set(Protocol):
+    """What is used of a compiled one-pattern ``re2.Set``."""
+
+    def Match(self, text: bytes) -> list[int] | None: ...  # noqa: N802  # (RE2's own name)
+
+
 @dataclass(frozen=True)
 class _Regex:
     """One pattern on RE2: ``regexp`` for an exact answer, and ``quick``, the same pattern as a
@@ -190,8 +224,8 @@ class _Regex:
     when ``quick`` finds a match, that is the answer; when it does not, ``regexp`` confirms (a
     DFA that gives up on a thrashing pattern answers "no match" without saying so)."""
 
-    regexp: Any
-    quick: Any
+    regexp: RE2Pattern
+    quick: _RE2Set
     size: int  # RE2 instructions, both programs together (what the cache holds)
     steps: int  # the worst case's cost per byte of text: ``regexp``'s instructions
 
@@ -224,7 +258,7 @@ def _compiled(pattern: str) -> _Regex:
     return made
 
 
-def regex(pattern: str) -> Any:
+def regex(pattern: str) -> RE2Pattern:
     """``pattern`` compiled by RE2 (``re2.error`` when RE2 cannot run it)."""
     return _compiled(pattern).regexp
 
@@ -403,7 +437,9 @@ def _bad_regex(pattern: str) -> ValidationError | None:
     return None
 
 
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterator[ValidationError]:
+def _pattern(
+    validator: SchemaValidator, pattern: str, instance: JSON, schema: JSON
+) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "string"):
         return
     bad = _bad_regex(pattern)
@@ -417,7 +453,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Iterat
 
 
 def _pattern_properties(
-    validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+    validator: SchemaValidator, patterns: JSONObject, instance: JSON, schema: JSON
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
@@ -431,7 +467,7 @@ def _pattern_properties(
                 yield from validator.descend(value, subschema, path=key, schema_path=pattern)
 
 
-def _matched(schema: dict[str, Any], key: str) -> bool:
+def _matched(schema: JSONObject, key: str) -> bool:
     """Whether ``properties`` or ``patternProperties`` of ``schema`` takes ``key``."""
     properties = schema.get("properties")
     if isinstance(properties, dict) and key in properties:
@@ -443,7 +479,7 @@ def _matched(schema: dict[str, Any], key: str) -> bool:
 
 
 def _additional_properties(
-    validator: Any, extra: Any, instance: Any, schema: Any
+    validator: SchemaValidator, extra: JSON, instance: JSON, schema: JSON
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
@@ -466,7 +502,7 @@ def _additional_properties(
 
 
 def _unevaluated_properties(
-    validator: Any, unevaluated: Any, instance: Any, schema: Any
+    validator: SchemaValidator, unevaluated: JSON, instance: JSON, schema: JSON
 ) -> Iterator[ValidationError]:
     if not validator.is_type(instance, "object"):
         return
@@ -499,7 +535,7 @@ def _is_valid(errors: Iterator[ValidationError]) -> bool:
     return next(errors, None) is None
 
 
-def _canonical(value: Any) -> Any:
+def _canonical(value: JSON) -> Hashable:
     """A hashable form of a JSON value, equal exactly when JSON Schema calls two values equal
     (``1`` and ``1.0`` are, ``true`` and ``1`` are not, objects ignore key order)."""
     kind = type(value)
@@ -517,11 +553,11 @@ def _canonical(value: Any) -> Any:
 
 
 def _unique_items(
-    validator: Any, unique: Any, instance: Any, schema: Any
+    validator: SchemaValidator, unique: JSON, instance: JSON, schema: JSON
 ) -> Iterator[ValidationError]:
     if not unique or not validator.is_type(instance, "array"):
         return
-    seen: set[Any] = set()
+    seen: set[Hashable] = set()
     for i, item in enumerate(instance):
         if not i % 16:
             _spend()
@@ -532,7 +568,13 @@ def _unique_items(
         seen.add(key)
 
 
-_OWN: dict[str, Callable[..., Any]] = {
+# A keyword's implementation, as jsonschema calls it: the validator, the keyword's value in the
+# schema, the instance, and the schema node.
+Keyword: TypeAlias = Callable[
+    [SchemaValidator, JSON, JSON, JSONObject], Iterable[ValidationError] | None
+]
+
+_OWN: dict[str, Keyword] = {
     "pattern": _pattern,
     "patternProperties": _pattern_properties,
     "additionalProperties": _additional_properties,
@@ -566,13 +608,15 @@ _APPLICATORS = frozenset(
 )
 
 
-def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
+def _metered(keyword: Keyword) -> Keyword:
     """``keyword`` counting a step each time it is applied (``_spend``): every descent into the
     data and every subschema applied in place goes through one, so no run passes its budget by
     more than ``CLOCK_EVERY`` steps and one keyword's own work (each linear: RE2 under its own
     estimate, hashed ``uniqueItems`` counting its items, the rest bounded by the schema)."""
 
-    def metered(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+    def metered(
+        validator: SchemaValidator, value: JSON, instance: JSON, schema: JSONObject
+    ) -> Iterable[ValidationError] | None:
         run = _RUN.get()
         if run is not None:
             run.steps += 1
@@ -583,7 +627,7 @@ def _metered(keyword: Callable[..., Any]) -> Callable[..., Any]:
     return metered
 
 
-Validator: Any = extend(
+Validator: type[SchemaValidator] = extend(
     Draft202012Validator,
     validators={
         name: _metered(found) if name in _APPLICATORS else found
@@ -593,7 +637,7 @@ Validator: Any = extend(
 )
 
 
-def subschemas(node: dict[str, Any]) -> Iterator[tuple[list[str | int], Any]]:
+def subschemas(node: JSONObject) -> Iterator[tuple[list[str | int], JSON]]:
     """Each subschema of ``node`` (one level down) with its path below ``node``."""
     for key in _ONE:
         if key in node:
@@ -618,10 +662,10 @@ class _Walk:
     in_place: list[int] = field(default_factory=list)  # applied to the same value, in order
     cost: dict[int, int] = field(default_factory=dict)  # subschemas applied to one value, by node
     program: int = 0  # RE2 instructions of the patterns seen
-    inner: dict[int, list[Any]] = field(default_factory=dict)  # in-place subschemas, by node
-    order: list[dict[str, Any]] = field(default_factory=list)  # each node after its in-place ones
+    inner: dict[int, list[JSON]] = field(default_factory=dict)  # in-place subschemas, by node
+    order: list[JSONObject] = field(default_factory=list)  # each node after its in-place ones
 
-    def walk(self, node: Any, resolver: Any, at: list[str | int]) -> int:
+    def walk(self, node: JSON, resolver: Resolver, at: list[str | int]) -> int:
         """How many subschemas ``node`` applies to one value, itself included."""
         if not isinstance(node, dict):
             return 1
@@ -637,7 +681,7 @@ class _Walk:
             resolver = resolver.in_subresource(DRAFT202012.create_resource(node))
         self.in_place.append(id(node))
         total = 1
-        inner: list[Any] = []  # what the node applies to the same value
+        inner: list[JSON] = []  # what the node applies to the same value
         try:
             for key in ("$ref", "$dynamicRef"):
                 ref = node.get(key)
@@ -681,7 +725,7 @@ class _Walk:
             self.in_place = saved
         return total
 
-    def patterns(self, node: dict[str, Any], at: list[str | int]) -> None:
+    def patterns(self, node: JSONObject, at: list[str | int]) -> None:
         """Each regular expression of ``node`` runs on RE2, and the schema's fit in memory."""
         found: list[tuple[str, list[str | int]]] = []
         if isinstance(node.get("pattern"), str):
@@ -700,7 +744,7 @@ class _Walk:
                     where,
                 )
 
-    def reference(self, key: str, ref: str, resolver: Any, at: list[str | int]) -> Any:
+    def reference(self, key: str, ref: str, resolver: Resolver, at: list[str | int]) -> JSON:
         """The node ``ref`` names, walked."""
         if not ref.startswith("#"):
             raise SchemaProblem(
@@ -717,7 +761,7 @@ class _Walk:
         self.walk(resolved.contents, resolved.resolver, at)
         return resolved.contents
 
-    def descent(self, root: dict[str, Any]) -> None:
+    def descent(self, root: JSONObject) -> None:
         """Refuse fan-out that multiplies as the data nests (``items`` whose ``anyOf`` branches
         both lead back, ``contains`` beside ``items``…): for each level of the data, level by
         level, how many subschemas one value there can be checked against (per node: its in-place
@@ -747,24 +791,24 @@ class _Walk:
             previous = current
 
 
-def _slots(node: dict[str, Any], counts: dict[int, int], first: bool) -> tuple[int, int, int]:
+def _slots(node: JSONObject, counts: dict[int, int], first: bool) -> tuple[int, int, int]:
     """How many subschemas ``node`` applies to one property value, to one item and to one property
     name of a value, at most: each counted as ``counts`` says (a boolean schema: 1 on the first
     level, 0 below). Kept apart because a value is an object or an array, never both: the
     in-place subschemas' counts add up per kind, and the worst kind counts."""
 
-    def count(sub: Any) -> int:
+    def count(sub: JSON) -> int:
         return counts.get(id(sub), 0) if isinstance(sub, dict) else int(first)
 
-    def at_most_one(*subs: Any) -> int:  # one `properties` entry takes a key, one prefix an item
+    def at_most_one(*subs: JSON) -> int:  # one `properties` entry takes a key, one prefix an item
         return max((count(sub) for sub in subs), default=0)
 
     found = node.get("properties")
-    properties: dict[str, Any] = found if isinstance(found, dict) else {}
+    properties: JSONObject = found if isinstance(found, dict) else {}
     found = node.get("patternProperties")
-    patterns: dict[str, Any] = found if isinstance(found, dict) else {}
+    patterns: JSONObject = found if isinstance(found, dict) else {}
     found = node.get("prefixItems")
-    prefix: list[Any] = found if isinstance(found, list) else []
+    prefix: list[JSON] = found if isinstance(found, list) else []
     key = (
         at_most_one(
             *properties.values(), *(node[k] for k in ("additionalProperties",) if k in node)
@@ -779,7 +823,7 @@ def _slots(node: dict[str, Any], counts: dict[int, int], first: bool) -> tuple[i
     return key, item, name
 
 
-def check(schema: Any) -> None:
+def check(schema: JSON) -> None:
     """Refuse (``SchemaProblem``) a schema that is not a valid draft 2020-12 JSON Schema object,
     is larger than 64 KiB, names another dialect, has a reference that is not local, a regular
     expression RE2 cannot run, or a fan-out past ``MAX_APPLICATIONS``."""
@@ -814,9 +858,9 @@ def check(schema: Any) -> None:
         ) from None
 
 
-def _registry(schema: dict[str, Any]) -> tuple[Registry, Any]:
+def _registry(schema: JSONObject) -> tuple[Registry[JSON], Resolver]:
     resource = DRAFT202012.create_resource(schema)
-    registry: Registry = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs
+    registry: Registry[JSON] = Registry(retrieve=_refuse)  # type: ignore[call-arg]  # attrs
     registry = registry.with_resource(resource.id() or "", resource)
     if not resource.id():  # also under a name a validator of its own can point at (``_holds``)
         registry = registry.with_resource(ROOT_URI, resource)
@@ -827,7 +871,7 @@ def _registry(schema: dict[str, Any]) -> tuple[Registry, Any]:
 class CompiledSchema:
     """A checked schema, ready for tags: ``parse`` fills in defaults then validates."""
 
-    def __init__(self, schema: dict[str, Any]) -> None:
+    def __init__(self, schema: JSONObject) -> None:
         self.schema = schema
         self.registry, self.resolver = _registry(schema)
         self.validator = Validator(schema, registry=self.registry)
@@ -835,14 +879,14 @@ class CompiledSchema:
         # costs the walk, which then fills nothing).
         self.fills = b'"default"' in orjson.dumps(schema)
         self._uris: dict[int, str] | None = None  # for unevaluatedProperties: node -> its URI
-        self._at: dict[str, Any] = {}
+        self._at: dict[str, SchemaValidator] = {}
 
     def parse(
         self,
-        data: Any,
+        data: JSON,
         budget_ms: int | None = None,
         spent: Callable[[float], None] | None = None,
-    ) -> tuple[Any, list[dict[str, Any]]]:
+    ) -> tuple[JSON, list[JSONObject]]:
         """``data`` with the defaults of absent object properties filled in (recursively, inside
         objects that are present), and its problems as ``{"type", "loc", "msg", "input"}`` like
         pydantic's (empty when it is valid). ``data`` itself is never changed. Past ``budget_ms``
@@ -862,11 +906,11 @@ class CompiledSchema:
                 spent(time.thread_time() - started)
         return filled, _details(problems[:ERRORS_LISTED])
 
-    def _valid(self, schema: Any, value: Any) -> bool:
+    def _valid(self, schema: JSON, value: JSON) -> bool:
         return bool(self.validator.evolve(schema=schema).is_valid(value))
 
     # -- unevaluatedProperties: which keys the schema's other keywords evaluated ----------------
-    def evaluated_keys(self, instance: dict[str, Any], schema: Any) -> set[str]:
+    def evaluated_keys(self, instance: JSONObject, schema: JSON) -> set[str]:
         """The keys of ``instance`` that ``schema`` evaluates in place (draft 2020-12's
         annotations: properties, patternProperties on RE2, additionalProperties,
         unevaluatedProperties, and what the in-place subschemas that hold evaluate)."""
@@ -874,9 +918,7 @@ class CompiledSchema:
         self._evaluated(instance, schema, found, 0)
         return found
 
-    def _evaluated(
-        self, instance: dict[str, Any], schema: Any, found: set[str], depth: int
-    ) -> None:
+    def _evaluated(self, instance: JSONObject, schema: JSON, found: set[str], depth: int) -> None:
         _spend()
         if not isinstance(schema, dict) or depth > 100:
             return
@@ -917,7 +959,7 @@ class CompiledSchema:
             else:
                 self._evaluated(instance, schema.get("else"), found, depth + 1)
 
-    def _holds(self, node: Any, value: Any) -> bool:
+    def _holds(self, node: JSON, value: JSON) -> bool:
         """Whether ``value`` is valid under ``node``, its references resolved where it sits."""
         if isinstance(node, bool):
             return node
@@ -929,7 +971,7 @@ class CompiledSchema:
             validator = self._at[uri] = Validator({"$ref": uri}, registry=self.registry)
         return bool(validator.is_valid(value))
 
-    def _lookup(self, node: Any, ref: str) -> Any:
+    def _lookup(self, node: JSON, ref: str) -> JSON:
         uri = self._uri(node)
         if uri is None:
             return None
@@ -939,7 +981,7 @@ class CompiledSchema:
         except Unresolvable:
             return None
 
-    def _uri(self, node: Any) -> str | None:
+    def _uri(self, node: JSON) -> str | None:
         if self._uris is None:
             uris: dict[int, str] = {}
             root = str(self.schema.get("$id") or ROOT_URI).partition("#")[0]
@@ -947,7 +989,7 @@ class CompiledSchema:
             self._uris = uris
         return self._uris.get(id(node))
 
-    def _fill(self, node: Any, value: Any, resolver: Any, depth: int) -> Any:
+    def _fill(self, node: JSON, value: JSON, resolver: Resolver, depth: int) -> JSON:
         _spend()
         if not isinstance(node, dict) or depth > 100:
             return value
@@ -982,11 +1024,11 @@ class CompiledSchema:
         return value
 
     def _fill_object(
-        self, node: dict[str, Any], value: dict[str, Any], resolver: Any, depth: int
-    ) -> dict[str, Any]:
+        self, node: JSONObject, value: JSONObject, resolver: Resolver, depth: int
+    ) -> JSONObject:
         found = node.get("properties")
-        props: dict[str, Any] = found if isinstance(found, dict) else {}
-        out: dict[str, Any] | None = None
+        props: JSONObject = found if isinstance(found, dict) else {}
+        out: JSONObject | None = None
         for name, sub in props.items():
             if name in value:
                 new = self._fill(sub, value[name], resolver, depth + 1)
@@ -1009,7 +1051,7 @@ class CompiledSchema:
         return value if out is None else out
 
 
-def _locate(node: Any, base: str, pointer: str, uris: dict[int, str]) -> None:
+def _locate(node: JSON, base: str, pointer: str, uris: dict[int, str]) -> None:
     """Each subschema's URI (its resource's, and its JSON Pointer there) into ``uris``."""
     if not isinstance(node, dict) or id(node) in uris:
         return
@@ -1025,7 +1067,7 @@ def _escape(segment: str) -> str:
     return quote(segment.replace("~", "~0").replace("/", "~1"), safe="")
 
 
-def _default_of(schema: Any, resolver: Any) -> Any:
+def _default_of(schema: JSON, resolver: Resolver) -> JSON:
     """The property's ``default``, on its own schema or on the one its ``$ref`` names."""
     for _ in range(10):
         if not isinstance(schema, dict):
@@ -1040,13 +1082,13 @@ def _default_of(schema: Any, resolver: Any) -> Any:
     return _MISSING
 
 
-def _details(errors: list[ValidationError]) -> list[dict[str, Any]]:
+def _details(errors: list[ValidationError]) -> list[JSONObject]:
     """jsonschema's errors in pydantic's shape: ``loc`` is the path to the value at fault (a
     missing property's own name included, as pydantic says it), ``msg`` the sentence."""
     out = []
-    reported: set[tuple[Any, ...]] = set()
+    reported: set[tuple[str | int, ...]] = set()
     for error in errors:
-        loc: list[Any] = list(error.absolute_path)
+        loc: list[str | int] = list(error.absolute_path)
         msg = error.message
         if error.validator == "required" and isinstance(error.instance, dict):
             missing = [

@@ -10,9 +10,9 @@ The in-memory layer has no server: nothing to watch.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
+
+from artifacts_app.jsontypes import JSONObject
 
 
 def layer_addresses() -> list[str]:
@@ -47,7 +47,7 @@ class ServerWatch:
     async def server_ids(self) -> tuple[str, ...]:
         ids = []
         for client in self.clients:
-            info: dict[str, Any] = await client.info("server")
+            info: dict[str, object] = await client.info("server")
             ids.append(str(info.get("run_id", "")))
         return tuple(ids)
 
@@ -56,7 +56,7 @@ class ServerWatch:
             await client.aclose()
 
 
-def layer_probe(timeout: float) -> dict[str, Any]:
+def layer_probe(timeout: float) -> JSONObject:
     """``/healthz``: ping every server of the layer (blocking, bounded by ``timeout``); raises
     what the client raises. The in-memory layer answers at once: it lives in this process."""
     addresses = layer_addresses()

@@ -38,7 +38,7 @@ def _page_url(agent: str, session: str | None = None) -> str:
     return "/playground/?" + urlencode(query)
 
 
-def _option(summary: selectors.SessionSummary) -> dict[str, Any]:
+def _option(summary: selectors.SessionSummary) -> dict[str, str]:
     """A session as the picker shows it: id, owner, creation time and (bounded) artifact count."""
     return {
         "sid": summary.sid,

@@ -46,18 +46,21 @@ foldable (the record's ``data``).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import nh3
 import orjson
 from django.utils.html import escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 
 from artifacts_app import blobs, media
 from artifacts_app.errors import UnavailableError
+from artifacts_app.jsontypes import JSON
 
 MARKDOWN_MAX = 512 * 1024
 JSON_MAX = 256 * 1024
@@ -245,7 +248,9 @@ _ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
 _URL_SCHEMES = {"http", "https", "mailto"}
 
 
-def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
+def _image_as_link(
+    self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
+) -> str:
     token = tokens[idx]
     alt = self.renderInlineAsText(token.children or [], options, env) or "image"
     return f'<a href="{escape(token.attrGet("src") or "")}">[image: {escape(alt)}]</a>'
@@ -272,7 +277,7 @@ def markdown_html(text: str) -> str:
 # --- JSON ---------------------------------------------------------------------------------------
 
 
-def json_html(value: Any, *, max_nodes: int = JSON_NODES) -> SafeString | None:
+def json_html(value: JSON, *, max_nodes: int = JSON_NODES) -> SafeString | None:
     """A JSON value as a foldable tree (objects and arrays are ``<details open>``), every key and
     scalar escaped; None when it holds more than ``max_nodes`` values (show the text instead)."""
     parts: list[str] = []
@@ -282,7 +287,7 @@ def json_html(value: Any, *, max_nodes: int = JSON_NODES) -> SafeString | None:
     return format_html('<div class="json-tree">{}</div>', mark_safe("".join(parts)))  # noqa: S308
 
 
-def _json_node(value: Any, out: list[str], budget: list[int], *, depth: int) -> bool:
+def _json_node(value: JSON, out: list[str], budget: list[int], *, depth: int) -> bool:
     budget[0] -= 1
     if budget[0] < 0 or depth > JSON_DEPTH:
         return False

@@ -7,9 +7,12 @@ render a record the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeAlias
+
+from artifacts_app.jsontypes import JSON, JSONObject
 
 RECORD_FIELDS = (
     "id",
@@ -38,6 +41,11 @@ def media_type(content_type: str | None) -> str:
     return (content_type or "").split(";", 1)[0].strip().lower()
 
 
+# A row of the ORM's ``.values()``: each field's Python value by name (text, numbers, aware
+# datetimes, a JSON column's decoded value), which Django's stubs type as ``Any``.
+ValuesRow: TypeAlias = Mapping[str, Any]
+
+
 def iso_ms(value: datetime) -> str:
     """ISO-8601 UTC with milliseconds and ``Z``, as API.md says."""
     value = value.astimezone(UTC)
@@ -50,7 +58,7 @@ class ContentInfo:
     content_type: str
     sha256: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {"size": self.size, "contentType": self.content_type, "sha256": self.sha256}
 
 
@@ -62,7 +70,7 @@ class ArtifactRecord:
     kind: str
     key: str | None
     title: str | None
-    data: Any
+    data: JSON
     session_id: str | None
     turn_id: str | None
     source: str
@@ -73,7 +81,7 @@ class ArtifactRecord:
     pinned: bool = False
 
     @classmethod
-    def from_values(cls, row: dict[str, Any]) -> ArtifactRecord:
+    def from_values(cls, row: ValuesRow) -> ArtifactRecord:
         content = None
         if row.get("blob_id"):
             content = ContentInfo(
@@ -97,7 +105,7 @@ class ArtifactRecord:
             pinned=bool(row.get("pinned", False)),
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSONObject:
         return {
             "id": self.id,
             "kind": self.kind,
@@ -115,6 +123,6 @@ class ArtifactRecord:
         }
 
 
-def record_json(row: dict[str, Any]) -> dict[str, Any]:
+def record_json(row: ValuesRow) -> JSONObject:
     """A ``.values(*RECORD_FIELDS)`` row straight to its wire form."""
     return ArtifactRecord.from_values(row).to_json()

@@ -12,12 +12,13 @@ import importlib
 import json
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType, ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
+from django.apps import AppConfig
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
@@ -25,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from artifacts_app import jsonschemas
 from artifacts_app.errors import ArtifactError, SchemaInvalidError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.names import KIND_RE, RESERVED_SLUGS, SLUG_RE
 
 if TYPE_CHECKING:
@@ -36,6 +38,12 @@ FREEFORM_KIND = "artifact"
 TOOL_NAME = "tag_artifact"
 
 
+# A type pydantic's ``TypeAdapter`` accepts: a class, or a form such as ``list[int]`` or
+# ``Annotated[…]`` (PEP 747's ``TypeForm``, which mypy does not check without an experimental
+# flag; pydantic's own parameter is typed so).
+PydanticType: TypeAlias = Any
+
+
 @dataclass(frozen=True)
 class Kind:
     """One kind of artifact: a description for people and models, and an optional schema.
@@ -45,7 +53,7 @@ class Kind:
     """
 
     description: str
-    schema: Any = None
+    schema: PydanticType = None  # None: any JSON
     keep_versions: int | None = None
 
     def __post_init__(self) -> None:
@@ -62,13 +70,13 @@ class Kind:
                 ) from exc
 
     @cached_property
-    def adapter(self) -> TypeAdapter | None:
+    def adapter(self) -> TypeAdapter[object] | None:
         return TypeAdapter(self.schema) if self.schema is not None else None
 
-    def json_schema(self) -> dict | None:
+    def json_schema(self) -> JSONObject | None:
         return self.adapter.json_schema() if self.adapter is not None else None
 
-    def parse(self, name: str, data: Any, *, agent: str | None = None, wait: bool = True) -> Any:
+    def parse(self, name: str, data: JSON, *, agent: str | None = None, wait: bool = True) -> JSON:
         """The JSON form of ``data`` parsed by the schema (defaults and coercions applied);
         ``SchemaInvalidError`` with pydantic's error list when it does not match. (``agent`` and
         ``wait`` are for ``SchemaKind``'s share of validation time; a kind declared in code is
@@ -89,6 +97,8 @@ class SchemaKind(Kind):
     agent declares over HTTP (API.md "Kinds declared over HTTP"). Checked by ``jsonschemas.check``
     before it is made; compiled once, when first used."""
 
+    schema: JSONObject | None = None
+
     def __post_init__(self) -> None:
         if not isinstance(self.description, str) or not self.description.strip():
             raise ImproperlyConfigured("A Kind needs a non-empty description.")
@@ -96,17 +106,17 @@ class SchemaKind(Kind):
             check_keep_versions(self.keep_versions)
 
     @cached_property
-    def adapter(self) -> TypeAdapter | None:
+    def adapter(self) -> TypeAdapter[object] | None:
         return None
 
     @cached_property
     def compiled(self) -> jsonschemas.CompiledSchema | None:
         return jsonschemas.CompiledSchema(self.schema) if self.schema is not None else None
 
-    def json_schema(self) -> dict | None:
+    def json_schema(self) -> JSONObject | None:
         return self.schema
 
-    def parse(self, name: str, data: Any, *, agent: str | None = None, wait: bool = True) -> Any:
+    def parse(self, name: str, data: JSON, *, agent: str | None = None, wait: bool = True) -> JSON:
         """``data`` with the schema's defaults filled in; ``SchemaInvalidError`` with
         ``{"loc", "msg"}`` details, as pydantic's, when it does not match; 400
         ``schema_too_costly`` when validating it takes more than ``ARTIFACTS_MAX_VALIDATION_MS``.
@@ -187,7 +197,7 @@ def _share_wait(name: str, agent: str, rate: float, burst: float) -> None:
 QUOTED_MAX = 256
 
 
-def _bounded(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _bounded(details: list[JSONObject]) -> list[JSONObject]:
     out = []
     for detail in details:
         detail = dict(detail)
@@ -204,7 +214,9 @@ def _bounded(details: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _schema_invalid(name: str, details: list[dict[str, Any]], exc: Any) -> SchemaInvalidError:
+def _schema_invalid(
+    name: str, details: list[JSONObject], exc: ValidationError | None
+) -> SchemaInvalidError:
     details = _bounded(details)
     first = details[0] if details else {"loc": [], "msg": str(exc)}
     where = ".".join(str(part) for part in first.get("loc", [])) or "data"
@@ -227,7 +239,7 @@ class ArtifactsDeclaration:
     keep_versions: int = DEFAULT_KEEP_VERSIONS
 
 
-def check_keep_versions(value: Any) -> int:
+def check_keep_versions(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ImproperlyConfigured(
             f"keep_versions must be a whole number of at least 1 (1 keeps no history); got {value!r}."
@@ -274,7 +286,7 @@ class AgentSpec:
     agent_tool: bool
     max: int
     module: str = ""
-    authored_tool: Any = field(default=None, compare=False)
+    authored_tool: object = field(default=None, compare=False)  # the agent's own tag_artifact
     keep_versions: int = DEFAULT_KEEP_VERSIONS
     declaration: str = ""  # the hash of a declaration made over HTTP; "" otherwise
 
@@ -322,7 +334,7 @@ def load_declaration(module_path: str) -> tuple[ModuleType, ArtifactsDeclaration
     return module, declaration
 
 
-def authored_tool(module: ModuleType) -> Any:
+def authored_tool(module: ModuleType) -> object:
     """The agent's own tool named ``tag_artifact``, if its module declares one.
 
     Recognised: a module-level callable ``tag_artifact``, or an entry named ``tag_artifact`` in a
@@ -376,13 +388,13 @@ def spec_for(agent: Agent) -> AgentSpec:
     )
 
 
-def declaration_hash(declaration: Mapping[str, Any]) -> str:
+def declaration_hash(declaration: Mapping[str, JSON]) -> str:
     """What names a declaration made over HTTP: equal declarations, equal hashes."""
     text = json.dumps(declaration, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def http_kinds(declaration: Mapping[str, Any]) -> dict[str, Kind]:
+def http_kinds(declaration: Mapping[str, JSON]) -> dict[str, Kind]:
     """The kinds of a stored HTTP declaration (``{"kinds": {name: {"description", "schema",
     "keepVersions"}}, "agentTool"}``), its schemas already checked."""
     return {
@@ -424,7 +436,9 @@ def slug_problem(slug: object) -> str | None:
 
 
 @checks.register()
-def check_declared_agents(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+def check_declared_agents(
+    app_configs: Sequence[AppConfig] | None = None, **_: object
+) -> list[checks.CheckMessage]:
     messages: list[checks.CheckMessage] = []
     for slug, module_path in declared_agents().items():
         problem = slug_problem(slug)
@@ -464,7 +478,9 @@ def check_declared_agents(app_configs: Any = None, **_: Any) -> list[checks.Chec
 
 
 @checks.register(checks.Tags.database)
-def check_sqlite_version(app_configs: Any = None, **_: Any) -> list[checks.CheckMessage]:
+def check_sqlite_version(
+    app_configs: Sequence[AppConfig] | None = None, **_: object
+) -> list[checks.CheckMessage]:
     """Eviction and deletes use ``DELETE … RETURNING``, which SQLite has from 3.35."""
     import sqlite3
 

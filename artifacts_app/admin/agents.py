@@ -65,20 +65,25 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
         return _is_staff(request)
 
     def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
+        self, request: HttpRequest, obj: Agent | None = None, change: bool = False, **kwargs: Any
+    ) -> type[forms.ModelForm[Agent]]:
         if obj is None:
             kwargs["form"] = AgentAddForm
             kwargs["fields"] = ("slug", "max_artifacts")
         return super().get_form(request, obj, change, **kwargs)
 
-    def get_fields(self, request: HttpRequest, obj: Any = None):
+    def get_fields(self, request: HttpRequest, obj: Agent | None = None):
         return ("slug", "max_artifacts") if obj is None else self.fields
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None):
+    def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None):
         return () if obj is None else self.readonly_fields
 
-    def add_view(self, request: HttpRequest, form_url: str = "", extra_context: Any = None):
+    def add_view(
+        self,
+        request: HttpRequest,
+        form_url: str = "",
+        extra_context: dict[str, object] | None = None,
+    ):
         # The service has the last word (save_model): a refusal it raises is a message on the
         # add page, never a 500.
         try:
@@ -88,12 +93,18 @@ class AgentAdmin(SupervisorMixin, admin.ModelAdmin):
             return HttpResponseRedirect(request.get_full_path())
 
     def change_view(
-        self, request: HttpRequest, object_id: str, form_url: str = "", extra_context: Any = None
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, object] | None = None,
     ):
         extra_context = {**(extra_context or {}), "may_mint": access.may_mint_secret(request.user)}
         return super().change_view(request, object_id, form_url, extra_context)
 
-    def save_model(self, request: HttpRequest, obj: Agent, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: Agent, form: forms.ModelForm[Agent], change: bool
+    ) -> None:
         # A freeform agent, made by the service (the form only validated the input).
         created = services.agent_create(slug=obj.slug, max_artifacts=obj.max_artifacts)
         obj.pk = created.pk

@@ -11,7 +11,9 @@ from typing import Any
 
 import orjson
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib.admin import ModelAdmin
+from django.contrib.admin.views.main import ChangeList
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
@@ -41,7 +43,7 @@ class AgentFilter(admin.SimpleListFilter):
     title = "agent"
     parameter_name = "agent"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: ModelAdmin[Any]) -> list[tuple[str, str]]:
         return [(slug, slug) for slug in selectors.agent_slugs()]
 
     def value(self) -> str | None:
@@ -50,7 +52,7 @@ class AgentFilter(admin.SimpleListFilter):
             return self.lookup_choices[0][0]
         return chosen
 
-    def choices(self, changelist: Any):
+    def choices(self, changelist: ChangeList):
         for slug, label in self.lookup_choices:
             yield {
                 "selected": self.value() == slug,
@@ -70,7 +72,7 @@ class KindFilter(admin.SimpleListFilter):
     title = "kind"
     parameter_name = "kind"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: ModelAdmin[Any]) -> list[tuple[str, str]]:
         slug = request.GET.get("agent") or next(iter(selectors.agent_slugs(limit=1)), None)
         agent = selectors.agent_find(slug) if slug else None
         if agent is None:
@@ -100,7 +102,7 @@ class HasContentFilter(admin.SimpleListFilter):
     title = "has content"
     parameter_name = "has_content"
 
-    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+    def lookups(self, request: HttpRequest, model_admin: ModelAdmin[Any]) -> list[tuple[str, str]]:
         return [("yes", "Yes"), ("no", "No")]
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
@@ -112,7 +114,9 @@ class HasContentFilter(admin.SimpleListFilter):
 
 
 @admin.action(description="Export selected artifacts as JSON")
-def export_as_json(modeladmin: Any, request: HttpRequest, queryset: QuerySet) -> HttpResponse:
+def export_as_json(
+    modeladmin: ModelAdmin[Artifact], request: HttpRequest, queryset: QuerySet
+) -> HttpResponse:
     rows = queryset.order_by("-updated_at", "-id").values(*RECORD_FIELDS)[:EXPORT_MAX]
     body = orjson.dumps([record_json(row) for row in rows], option=orjson.OPT_INDENT_2)
     response = HttpResponse(body, content_type="application/json")
@@ -124,7 +128,7 @@ def _pin_action(pinned: bool):
     verb = "Pin" if pinned else "Unpin"
 
     @admin.action(description=f"{verb} selected artifacts")
-    def action(modeladmin: Any, request: HttpRequest, queryset: QuerySet) -> None:
+    def action(modeladmin: ModelAdmin[Artifact], request: HttpRequest, queryset: QuerySet) -> None:
         done = 0
         rows = queryset.values_list("agent__slug", "id")[:EXPORT_MAX]
         for slug, artifact_id in rows:
@@ -184,7 +188,7 @@ class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
     )
     readonly_fields = fields
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return access.is_staff(request.user)
 
     def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str):

@@ -8,8 +8,8 @@ Every figure comes from ``selectors.dashboard`` (bounded, indexed statements: se
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
+from django.contrib.admin import ModelAdmin
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from artifacts_app import access
 from artifacts_app.admin.display import iso
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.registry import spec_for
 from artifacts_app.selectors import dashboard
@@ -59,7 +60,9 @@ def bar_chart(
     return mark_safe("".join(parts))  # noqa: S308 (numbers and escaped labels only)
 
 
-def dashboard_view(model_admin: Any, request: HttpRequest, agent_id: int) -> HttpResponse:
+def dashboard_view(
+    model_admin: ModelAdmin[Agent], request: HttpRequest, agent_id: int
+) -> HttpResponse:
     if not access.is_staff(request.user):
         return HttpResponseRedirect(reverse("admin:index"))
     agent = get_object_or_404(Agent, pk=agent_id)
@@ -106,7 +109,7 @@ def dashboard_view(model_admin: Any, request: HttpRequest, agent_id: int) -> Htt
     return TemplateResponse(request, "admin/artifacts_app/agent/dashboard.html", context)
 
 
-def _event_row(event: dict[str, Any]) -> dict[str, Any]:
+def _event_row(event: JSONObject) -> JSONObject:
     record = event.get("record") or {}
     at = str(event.get("at") or "")
     return {

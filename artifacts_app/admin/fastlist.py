@@ -9,11 +9,11 @@ says whether there is a next page, and the "count" is only what has been seen so
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from django.contrib import admin
 from django.contrib.admin.views.main import PAGE_VAR, ChangeList
 from django.core.paginator import Page, Paginator
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 
@@ -25,7 +25,7 @@ MAX_PAGE = 1_000_000
 class SeenPaginator(Paginator):
     """A paginator over one fetched window: pages up to the current one, and the next if any."""
 
-    def __init__(self, object_list: Any, per_page: int, *, page_num: int) -> None:
+    def __init__(self, object_list: QuerySet[Model], per_page: int, *, page_num: int) -> None:
         super().__init__(object_list, per_page)
         # ``?p=`` is any integer the URL holds; past MAX_PAGE the OFFSET would overflow the
         # database's integer (a 500 on SQLite), so such a page is simply past the end.
@@ -44,7 +44,7 @@ class SeenPaginator(Paginator):
     def num_pages(self) -> int:
         return max(math.ceil(self._seen / self.per_page), 1)
 
-    def page(self, number: Any) -> Page:
+    def page(self, number: int | str) -> Page:
         return Page(self.window[: self.per_page], self.page_num, self)
 
 
@@ -63,7 +63,7 @@ class UncountedChangeList(ChangeList):
         self.newer_url = self.get_query_string({PAGE_VAR: page - 1}) if page > 1 else None
         self.older_url = self.get_query_string({PAGE_VAR: page + 1}) if paginator.has_next else None
 
-    def url_for_result(self, result: Any) -> str:
+    def url_for_result(self, result: Model) -> str:
         # The id itself, not Django's quoted form (display.RawIdMixin opens both).
         return reverse(
             f"admin:{self.opts.app_label}_{self.opts.model_name}_change",
@@ -80,7 +80,7 @@ class UncountedAdmin(admin.ModelAdmin):
     list_max_show_all = 0
     list_per_page = 50
 
-    def get_changelist(self, request: HttpRequest, **kwargs: Any) -> type[ChangeList]:
+    def get_changelist(self, request: HttpRequest, **kwargs: object) -> type[ChangeList]:
         return UncountedChangeList
 
 
@@ -91,14 +91,14 @@ class SupervisorMixin:
     def has_module_permission(self, request: HttpRequest) -> bool:
         return access.is_staff(request.user)
 
-    def has_view_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_view_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return access.is_staff(request.user)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False

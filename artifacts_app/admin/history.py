@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import difflib
 import json
-from typing import Any
 
 from django.contrib import messages
+from django.contrib.admin import ModelAdmin
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -19,6 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 from artifacts_app import services
 from artifacts_app.admin.display import EMPTY, cut, iso, size, when
 from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Artifact
 from artifacts_app.records import ArtifactRecord
 from artifacts_app.selectors import versions
@@ -113,11 +114,13 @@ def _download(obj: Artifact, record: ArtifactRecord) -> SafeString | str:
     )
 
 
-def _value(value: Any) -> str:
+def _value(value: JSON) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def diff_view(model_admin: Any, request: HttpRequest, object_id: str) -> HttpResponse:
+def diff_view(
+    model_admin: ModelAdmin[Artifact], request: HttpRequest, object_id: str
+) -> HttpResponse:
     """Version ``to`` against version ``from`` (any two), as the REST diff answers it, written
     for a person: the fields that changed, the JSON Patch, and a line diff of the data."""
     obj = model_admin.get_object(request, object_id)
@@ -168,7 +171,9 @@ def _line_class(line: str) -> str:
     return {"+": "added", "-": "removed"}.get(line[:1], "same")
 
 
-def pin_view(model_admin: Any, request: HttpRequest, object_id: str) -> HttpResponse:
+def pin_view(
+    model_admin: ModelAdmin[Artifact], request: HttpRequest, object_id: str
+) -> HttpResponse:
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
     obj = model_admin.get_object(request, object_id)

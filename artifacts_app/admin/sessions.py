@@ -8,6 +8,7 @@ from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
 from django.utils.html import format_html
@@ -66,7 +67,7 @@ class SessionAdmin(SupervisorMixin, UncountedAdmin):
     readonly_fields = fields
     change_form_template = "admin/artifacts_app/session/change_form.html"
 
-    def get_queryset(self, request: HttpRequest) -> Any:
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
         # Per row: one backward seek for the last activity, a count over at most 101 index entries.
         return with_activity(super().get_queryset(request), cap=PICKER_CAP)
 

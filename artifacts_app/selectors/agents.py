@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -13,6 +13,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 
 from artifacts_app.errors import ArtifactError, NotFoundError
@@ -57,7 +58,7 @@ def agent_last_seq(agent_id: int) -> int:
     return Agent.objects.filter(pk=agent_id).values_list("last_seq", flat=True).first() or 0
 
 
-def session_pk(agent_id: int, sid: str, *, cursor: Any = None) -> int | None:
+def session_pk(agent_id: int, sid: str, *, cursor: CursorWrapper | None = None) -> int | None:
     """The row id of the agent's session ``sid``, or None (on ``cursor``: a tag's, under its lock)."""
     return _sql.session_pk(agent_id, sid, cursor=cursor)
 
@@ -155,7 +156,7 @@ def credentials_state(wanted: Iterable[Credentials]) -> CredentialsState:
     keys: set[int] = set()
     users: dict[int, tuple[bool, bool]] = {}
     owners: dict[tuple[int, str], int | None] = {}
-    values = (
+    values: list[tuple[str, _Wanted]] = (
         [("key", v) for v in key_ids]
         + [("user", v) for v in user_ids]
         + [("cookie", v) for v in cookies]
@@ -164,70 +165,108 @@ def credentials_state(wanted: Iterable[Credentials]) -> CredentialsState:
     per_statement = PARAMS_PER_STATEMENT // 2  # a session is two parameters
     for start in range(0, len(values), per_statement):
         chunk = values[start : start + per_statement]
-        for what, id_, owner, active, staff, text in _credentials_rows(chunk):
-            if what == 1:
-                keys.add(int(id_))
-            elif what == 2:
-                users[int(id_)] = (bool(active), bool(staff))
-            elif what == 3:
-                alive_cookies.add(text)
+        for row in _credentials_rows(chunk):
+            if row.what == 1:
+                keys.add(int(row.id))
+            elif row.what == 2:
+                users[int(row.id)] = (bool(row.active), bool(row.staff))
+            elif row.what == 3:
+                alive_cookies.add(str(row.text))
             else:
-                owners[(int(id_), text)] = owner
+                owners[(int(row.id), str(row.text))] = row.owner_id
     return CredentialsState(frozenset(keys), users, frozenset(alive_cookies), owners)
 
 
-def _credentials_rows(chunk: list[tuple[str, Any]]) -> list[tuple[Any, ...]]:
+class _CredentialRow(NamedTuple):
+    """One row of ``credentials_state``'s statement: which lookup answered (``what``) and what it
+    found; the fields another lookup has are null."""
+
+    what: int  # 1 an active key, 2 a user, 3 a live cookie, 4 a session
+    id: int  # the key's, the user's or the session's agent's
+    owner_id: int | None  # the session's owner
+    active: bool | None  # the user's
+    staff: bool | None  # the user's
+    text: str | None  # the cookie's session key, or the session's sid
+
+
+_NULL_OF = {
+    "id": "CAST(NULL AS INTEGER)",
+    "owner_id": "CAST(NULL AS INTEGER)",
+    "active": "CAST(NULL AS BOOLEAN)",
+    "staff": "CAST(NULL AS BOOLEAN)",
+    "text": "CAST(NULL AS TEXT)",
+}
+
+
+def _credential_columns(quote: Callable[[str], str], columns: dict[str, str]) -> str:
+    """One lookup's select list, written from ``_CredentialRow``'s fields (null where the
+    lookup has none), so that each row is read into it by name."""
+    return ", ".join(
+        f"{columns.get(name) or _NULL_OF[name]} AS {quote(name)}" for name in _CredentialRow._fields
+    )
+
+
+# What ``credentials_state`` asks about: a key's or a user's id, a cookie's session key, or an
+# (agent id, sid) pair.
+_Wanted = int | str | tuple[int, str]
+
+
+def _flat(values: list[_Wanted]) -> list[int | str]:
+    """The statement's parameters for these values (a pair is two)."""
+    out: list[int | str] = []
+    for value in values:
+        out += value if isinstance(value, tuple) else [value]
+    return out
+
+
+def _credentials_rows(chunk: list[tuple[str, _Wanted]]) -> list[_CredentialRow]:
     from django.contrib.sessions.models import Session as DjangoSession
 
     db = connections[DEFAULT_DB_ALIAS]
     q = db.ops.quote_name
-    user_model: Any = get_user_model()
+    user_model: Any = get_user_model()  # (the stubs' user model has no columns to name)
     users = user_model._meta
-    null_int, null_bool, null_text = (
-        "CAST(NULL AS INTEGER)",
-        "CAST(NULL AS BOOLEAN)",
-        "CAST(NULL AS TEXT)",
-    )
-    by_kind: dict[str, list[Any]] = {}
+    by_kind: dict[str, list[_Wanted]] = {}
     for what, value in chunk:
         by_kind.setdefault(what, []).append(value)
     parts: list[str] = []
-    params: list[Any] = []
+    params: list[int | str | None] = []
 
     def marks(n: int) -> str:
         return ", ".join(["%s"] * n)
 
     if ids := by_kind.get("key"):
         parts.append(
-            f"SELECT 1, {q('id')}, {null_int}, {null_bool}, {null_bool}, {null_text} "
+            f"SELECT {_credential_columns(q, {'what': '1', 'id': q('id')})} "
             f"FROM {q(ApiKey._meta.db_table)} "
             f"WHERE {q('revoked_at')} IS NULL AND {q('id')} IN ({marks(len(ids))})"
         )
-        params += ids
+        params += _flat(ids)
     if ids := by_kind.get("user"):
         pk = q(users.pk.column)
         active, staff = (q(users.get_field(name).column) for name in ("is_active", "is_staff"))
         parts.append(
-            f"SELECT 2, {pk}, {null_int}, {active}, {staff}, {null_text} "
+            f"SELECT {_credential_columns(q, {'what': '2', 'id': pk, 'active': active, 'staff': staff})} "
             f"FROM {q(users.db_table)} WHERE {pk} IN ({marks(len(ids))})"
         )
-        params += ids
+        params += _flat(ids)
     if keys := by_kind.get("cookie"):
         parts.append(
-            f"SELECT 3, {null_int}, {null_int}, {null_bool}, {null_bool}, {q('session_key')} "
+            f"SELECT {_credential_columns(q, {'what': '3', 'text': q('session_key')})} "
             f"FROM {q(DjangoSession._meta.db_table)} "
             f"WHERE {q('session_key')} IN ({marks(len(keys))}) AND {q('expire_date')} > %s"
         )
-        params += [*keys, db.ops.adapt_datetimefield_value(timezone.now())]
+        params += _flat(keys)
+        params.append(db.ops.adapt_datetimefield_value(timezone.now()))
     if pairs := by_kind.get("session"):
         # One (agent, sid) each: the unique index answers every term.
         terms = " OR ".join([f"({q('agent_id')} = %s AND {q('sid')} = %s)"] * len(pairs))
+        columns = {"what": "4", "id": q("agent_id"), "owner_id": q("owner_id"), "text": q("sid")}
         parts.append(
-            f"SELECT 4, {q('agent_id')}, {q('owner_id')}, {null_bool}, {null_bool}, {q('sid')} "
+            f"SELECT {_credential_columns(q, columns)} "
             f"FROM {q(Session._meta.db_table)} WHERE {terms}"
         )
-        for agent_id, sid in pairs:
-            params += [agent_id, sid]
+        params += _flat(pairs)
     with db.cursor() as cursor:
         cursor.execute(" UNION ALL ".join(parts), params)
-        return list(cursor.fetchall())
+        return [_CredentialRow._make(row) for row in cursor.fetchall()]

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import datetime
 from dataclasses import dataclass
-from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.db.models.functions import TruncHour
 
 from artifacts_app.event_schema import DELETED, TAGGED
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.models import Artifact, Event
 
 WEEK_HOURS = 7 * 24
@@ -37,7 +37,7 @@ class Activity:
         return Activity(self.hours[-n:], self.tagged[-n:], self.evicted[-n:])
 
 
-def _per_hour(qs: Any, start: datetime.datetime, hours: int) -> list[int]:
+def _per_hour(qs: QuerySet[Event], start: datetime.datetime, hours: int) -> list[int]:
     counts = [0] * hours
     rows = qs.annotate(hour=TruncHour("created_at", tzinfo=datetime.UTC)).values("hour")
     for row in rows.annotate(n=Count("*")).order_by():
@@ -71,7 +71,7 @@ def agent_kind_counts(agent_id: int) -> list[tuple[str, int]]:
     return sorted(((row["kind"], row["n"]) for row in rows), key=lambda kn: (-kn[1], kn[0]))
 
 
-def agent_latest_events(agent_id: int, *, limit: int = 20) -> list[dict[str, Any]]:
+def agent_latest_events(agent_id: int, *, limit: int = 20) -> list[JSONObject]:
     """The agent's newest stored events (their payloads, exactly as the stream sends them)."""
     return list(
         Event.objects.filter(agent_id=agent_id)

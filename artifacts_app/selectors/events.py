@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.db.models import Min
 
 from artifacts_app.event_schema import TAGGED
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.models import Artifact, Event
 from artifacts_app.records import RECORD_FIELDS, ArtifactRecord
 from artifacts_app.selectors.agents import agent_last_seq
@@ -26,11 +26,11 @@ class Stream:
 
 @dataclass(frozen=True)
 class Replay:
-    events: list[dict[str, Any]]
+    events: list[JSONObject]
     truncated_from: int | None  # the oldest stored seq when ``after`` is older than what is kept
 
 
-def events_between(agent_id: int, after: int, before: int) -> list[dict[str, Any]]:
+def events_between(agent_id: int, after: int, before: int) -> list[JSONObject]:
     """Stored payloads of an agent with ``after < seq < before``, in seq order (gap filling)."""
     return list(
         Event.objects.filter(agent_id=agent_id, seq__gt=after, seq__lt=before)

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from django.db.models import Q
+from django.db.models import Model, Q, QuerySet
 
 from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent, Artifact, Session
 from artifacts_app.names import keyed_id
-from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, iso_ms
+from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, ValuesRow, iso_ms
 from artifacts_app.selectors.agents import agent_get, session_pk
 from artifacts_app.values import check_text
+
+M = TypeVar("M", bound=Model)
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
@@ -27,7 +31,7 @@ MAX_LIMIT = 500
 
 @dataclass(frozen=True)
 class Page:
-    rows: list[dict[str, Any]]
+    rows: list[ValuesRow]
     next_cursor: str | None
 
     def records(self) -> list[ArtifactRecord]:
@@ -57,14 +61,14 @@ def cursor_decode(cursor: str) -> tuple[datetime, str]:
         ) from None
 
 
-def before(moment: str, at: Any, tiebreak: str, last: Any) -> Q:
+def before(moment: str, at: datetime, tiebreak: str, last: str | int) -> Q:
     """``(moment, tiebreak) < (at, last)`` in the form the planner can seek (DESIGN.md §6)."""
     return Q(**{f"{moment}__lte": at}) & (
         Q(**{f"{moment}__lt": at}) | Q(**{f"{tiebreak}__lt": last})
     )
 
 
-def after(moment: str, at: Any, tiebreak: str, last: Any) -> Q:
+def after(moment: str, at: datetime, tiebreak: str, last: str | int) -> Q:
     """``(moment, tiebreak) > (at, last)``, the same form mirrored (oldest-first walks)."""
     return Q(**{f"{moment}__gte": at}) & (
         Q(**{f"{moment}__gt": at}) | Q(**{f"{tiebreak}__gt": last})
@@ -72,14 +76,14 @@ def after(moment: str, at: Any, tiebreak: str, last: Any) -> Q:
 
 
 def keyset_page(
-    qs: Any,
+    qs: QuerySet[M],
     *,
     moment: str,
     tiebreak: str,
-    fields: Any,
+    fields: Sequence[str],
     size: int,
     cursor: str | None,
-    tiebreak_of: Any = None,
+    tiebreak_of: Callable[[str], int] | None = None,
 ) -> Page:
     """One page of ``qs`` newest first by ``(moment, tiebreak)``, after ``cursor`` if given.
 
@@ -91,7 +95,9 @@ def keyset_page(
     if cursor:
         at, last = cursor_decode(cursor)
         qs = qs.filter(before(moment, at, tiebreak, tiebreak_of(last) if tiebreak_of else last))
-    rows = list(qs.order_by(f"-{moment}", f"-{tiebreak}").values(*fields)[: size + 1])
+    rows: list[ValuesRow] = list(
+        qs.order_by(f"-{moment}", f"-{tiebreak}").values(*fields)[: size + 1]
+    )
     next_cursor = None
     if len(rows) > size:
         rows = rows[:size]
@@ -110,7 +116,7 @@ def _row_id(last: str) -> int:
     return int(last)
 
 
-def check_limit(limit: Any) -> int:
+def check_limit(limit: JSON) -> int:
     if limit is None:
         return DEFAULT_LIMIT
     try:
@@ -176,9 +182,7 @@ def artifacts_all(**filters: Any) -> list[ArtifactRecord]:
         cursor = page.next_cursor
 
 
-def artifact_values(
-    *, agent: Agent | str, artifact_id: str, visible: Q | None = None
-) -> dict[str, Any]:
+def artifact_values(*, agent: Agent | str, artifact_id: str, visible: Q | None = None) -> ValuesRow:
     """One record's row; missing and hidden alike raise ``NotFoundError`` (DESIGN.md §7)."""
     agent = agent_get(agent)
     qs = Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
@@ -205,7 +209,7 @@ def artifact_get(
 SESSION_FIELDS = ("pk", "sid", "owner__username", "created_at")
 
 
-def session_json(row: dict[str, Any]) -> dict[str, Any]:
+def session_json(row: ValuesRow) -> JSONObject:
     """A ``.values(*SESSION_FIELDS)`` row in its wire form."""
     return {
         "id": row["sid"],
@@ -238,7 +242,7 @@ def sessions_page(
     )
 
 
-def session_values(*, agent: Agent | str, sid: str, visible: Q | None = None) -> dict[str, Any]:
+def session_values(*, agent: Agent | str, sid: str, visible: Q | None = None) -> ValuesRow:
     """One session's row; missing and hidden alike raise ``NotFoundError``."""
     agent = agent_get(agent)
     qs = Session.objects.filter(agent_id=agent.pk, sid=sid)

@@ -18,15 +18,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from django.db import connection
-from django.db.models import OuterRef, Q, Subquery
+from django.db.models import OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.models import Agent, Artifact, Session
-from artifacts_app.records import ArtifactRecord
+from artifacts_app.records import ArtifactRecord, ValuesRow
 from artifacts_app.selectors._sql import aware
 from artifacts_app.selectors.agents import agent_get
 from artifacts_app.selectors.pages import (
@@ -63,7 +62,7 @@ def _bounded_count(cap: int) -> RawSQL:
     )
 
 
-def with_activity(qs: Any, *, cap: int) -> Any:
+def with_activity(qs: QuerySet[Session], *, cap: int) -> QuerySet[Session]:
     """``qs`` (sessions) annotated with ``last_activity`` and ``artifact_count`` (bounded)."""
     newest = (
         Artifact.objects.filter(session_id=OuterRef("pk"))
@@ -84,7 +83,7 @@ class SessionSummary:
     count_capped: bool  # the true count is above ``artifact_count``
 
     @classmethod
-    def from_row(cls, row: dict[str, Any], *, cap: int) -> SessionSummary:
+    def from_row(cls, row: ValuesRow, *, cap: int) -> SessionSummary:
         count = int(row["artifact_count"] or 0)
         last = row["last_activity"]
         if isinstance(last, str):  # SQLite may hand a subquery's datetime back as text
@@ -104,7 +103,7 @@ class SessionSummary:
         return f"{self.artifact_count}+" if self.count_capped else str(self.artifact_count)
 
 
-def _sessions(agent: Agent, visible: Q | None) -> Any:
+def _sessions(agent: Agent, visible: Q | None) -> QuerySet[Session]:
     qs = Session.objects.filter(agent_id=agent.pk)
     return qs if visible is None else qs.filter(visible)
 

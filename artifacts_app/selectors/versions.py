@@ -11,14 +11,14 @@ from __future__ import annotations
 import base64
 import binascii
 from dataclasses import dataclass
-from typing import Any
 
 import jsonpatch
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent, Artifact, ArtifactVersion
-from artifacts_app.records import ArtifactRecord
+from artifacts_app.records import ArtifactRecord, ValuesRow
 from artifacts_app.selectors.agents import agent_get
 from artifacts_app.selectors.pages import check_limit
 
@@ -44,7 +44,7 @@ VERSION_FIELDS = (
 DIFF_FIELDS = ("kind", "title", "sessionId", "turnId", "source", "content")
 
 
-def version_record(row: dict[str, Any]) -> ArtifactRecord:
+def version_record(row: ValuesRow) -> ArtifactRecord:
     """A version row as the record it was: its own fields and ``version`` = its number;
     ``updatedAt`` is the moment its tag committed, ``createdAt`` and ``pinned`` the record's.
     Built by the one record builder, ``ArtifactRecord.from_values``, from the row renamed."""
@@ -61,13 +61,13 @@ def version_record(row: dict[str, Any]) -> ArtifactRecord:
     )
 
 
-def version_json(row: dict[str, Any]) -> dict[str, Any]:
+def version_json(row: ValuesRow) -> JSONObject:
     return version_record(row).to_json()
 
 
 @dataclass(frozen=True)
 class VersionPage:
-    rows: list[dict[str, Any]]
+    rows: list[ValuesRow]
     next_cursor: str | None
 
     def records(self) -> list[ArtifactRecord]:
@@ -99,7 +99,7 @@ def _unknown_artifact(agent: Agent, artifact_id: str) -> NotFoundError:
     )
 
 
-def _versions(agent: Agent, artifact_id: str, visible: Q | None) -> Any:
+def _versions(agent: Agent, artifact_id: str, visible: Q | None) -> QuerySet[ArtifactVersion]:
     # The agent check is on the record: a version belongs to its record, the record to one agent.
     qs = ArtifactVersion.objects.filter(artifact_id=artifact_id, artifact__agent_id=agent.pk)
     return qs if visible is None else qs.filter(visible)
@@ -146,7 +146,7 @@ def versions_all(
         cursor = page.next_cursor
 
 
-def check_number(value: Any, *, field: str = "version") -> int:
+def check_number(value: JSON, *, field: str = "version") -> int:
     """A version number from a path, a query or a caller: a whole number from 1, else 400."""
     number = 0
     if isinstance(value, int) and not isinstance(value, bool):
@@ -164,7 +164,7 @@ def check_number(value: Any, *, field: str = "version") -> int:
 
 def version_values(
     *, agent: Agent | str, artifact_id: str, number: int, visible: Q | None = None
-) -> dict[str, Any]:
+) -> ValuesRow:
     """One version's row; missing, dropped (past ``keep_versions``) and hidden alike are 404."""
     agent = agent_get(agent)
     row = (
@@ -192,7 +192,7 @@ def version_get(
     )
 
 
-def _wire_fields(record: ArtifactRecord) -> dict[str, Any]:
+def _wire_fields(record: ArtifactRecord) -> JSONObject:
     wire = record.to_json()
     return {name: wire[name] for name in DIFF_FIELDS}
 
@@ -204,7 +204,7 @@ def versions_diff(
     number: int,
     from_: int | None = None,
     visible: Q | None = None,
-) -> dict[str, Any]:
+) -> JSONObject:
     """What changed from version ``from_`` to version ``number``: the top-level fields that differ
     (``{name: {"from", "to"}}``) and an RFC 6902 JSON Patch that turns ``from_``'s data into
     ``number``'s. ``from_`` None: the newest version before ``number`` that the caller may see."""

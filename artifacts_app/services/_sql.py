@@ -7,20 +7,86 @@ names through the connection proxy) cost another ~15% of a tag. So each statemen
 once per database vendor (``_statements``), and a tag runs all of its statements on one cursor,
 which its caller opens and passes in. Each statement works on SQLite (3.35+, for RETURNING) and
 PostgreSQL, quotes names through the connection and takes values prepared by the model fields
-(``prepared_*``), so it stores what the ORM would. Rows come back named, never by position.
+(``prepared``), so it stores what the ORM would.
+
+Rows by name: a write's columns are declared once, each with the name of its value (``_insert``,
+``_update``), and its parameters are picked from one mapping by those names; a read's select list
+is written from the fields of the named row it is read into (``_select_list``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, NamedTuple
+from operator import itemgetter
+from typing import NamedTuple, TypeAlias
+
+from django.db.backends.utils import CursorWrapper
 
 from artifacts_app.models import Agent, Artifact, ArtifactVersion, Blob, Session
 from artifacts_app.selectors._sql import aware
 
 # A Django cursor (``connection.cursor()``): statements run through it are counted and logged
 # like the ORM's.
-Cursor = Any
+Cursor: TypeAlias = CursorWrapper
+
+# A value as a statement takes it, prepared by the model field that stores it (a JSON column's is
+# its text on SQLite and the driver's JSON wrapper on PostgreSQL).
+Param: TypeAlias = bool | int | float | str | bytes | datetime | None
+
+Quote = Callable[[str], str]
+
+
+class Write:
+    """An INSERT or UPDATE whose placeholders are named: ``names`` is the value each ``%s``
+    takes, so that its parameters are picked from one mapping by name, never lined up by hand."""
+
+    __slots__ = ("_pick", "names", "sql")
+
+    def __init__(self, sql: str, names: tuple[str, ...]) -> None:
+        self.sql = sql
+        self.names = names
+        # ``itemgetter`` picks them in C: a tag's writes stay as cheap as hand-kept lists were.
+        self._pick = itemgetter(*names) if len(names) > 1 else lambda values: (values[names[0]],)
+
+    def params(self, values: Mapping[str, Param]) -> tuple[Param, ...]:
+        picked: tuple[Param, ...] = self._pick(values)
+        return picked
+
+
+def _insert(quote: Quote, table: str, columns: Mapping[str, str]) -> Write:
+    """``INSERT INTO table (column, …) VALUES (%s, …)``; ``columns`` maps each column to the
+    name of its value."""
+    return Write(
+        f"INSERT INTO {table} ({', '.join(quote(column) for column in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})",
+        tuple(columns.values()),
+    )
+
+
+def _update(
+    quote: Quote, table: str, columns: Mapping[str, str], where: Mapping[str, str]
+) -> Write:
+    """``UPDATE table SET column = %s, … WHERE column = %s AND …``; both map a column to the
+    name of its value."""
+    sets = ", ".join(f"{quote(column)} = %s" for column in columns)
+    matches = " AND ".join(f"{quote(column)} = %s" for column in where)
+    return Write(f"UPDATE {table} SET {sets} WHERE {matches}", (*columns.values(), *where.values()))
+
+
+def _same(*columns: str) -> dict[str, str]:
+    """Columns whose values go by the columns' own names."""
+    return {column: column for column in columns}
+
+
+def _select_list(quote: Quote, row: type[tuple[object, ...]], exprs: Mapping[str, str]) -> str:
+    """The select (or RETURNING) list of a named row: each of ``row``'s fields, in its order,
+    as ``expression AS field``. The row is then read with ``row._make``: the list is written from
+    the row's own fields, so a column cannot land in another's field."""
+    fields: tuple[str, ...] = row._fields  # type: ignore[attr-defined]  # a NamedTuple class
+    if set(exprs) != set(fields):
+        raise RuntimeError(f"{row.__name__}: expressions for {sorted(exprs)}, fields {fields}")
+    return ", ".join(f"{exprs[name]} AS {quote(name)}" for name in fields)
 
 
 class Counters(NamedTuple):
@@ -53,8 +119,15 @@ class Deleted(NamedTuple):
     turn_id: str | None
 
 
-# The columns a tag writes: what a version keeps of its record (``_content_values``, in this
-# order), with the record's key and the version's number around them.
+class _PinRead(NamedTuple):
+    pinned: bool
+    key: str | None
+    kind: str
+    session_sid: str | None
+    turn_id: str | None
+
+
+# What a version keeps of its record, written to the record's row and to its new version alike.
 _CONTENT_COLUMNS = (
     "kind",
     "title",
@@ -65,76 +138,98 @@ _CONTENT_COLUMNS = (
     "blob_id",
     "content_type",
 )
-_RECORD_COLUMNS = ("key", *_CONTENT_COLUMNS, "version", "updated_at")
-_VERSION_COLUMNS = ("number", *_CONTENT_COLUMNS, "created_at")
+# A record's columns a tag writes, each taking the value of its own name (``Prepared``), but its
+# moment: ``at``.
+_RECORD_COLUMNS = {**_same("key", *_CONTENT_COLUMNS, "version"), "updated_at": "at"}
+_VERSION_COLUMNS = {**_same("number", *_CONTENT_COLUMNS), "created_at": "at"}
 
 
 class Statements(NamedTuple):
     agent_lock: str
-    counters_save: str
+    counters_save: Write
     previous: str
-    artifact_insert: str
-    artifact_update: str
-    version_insert: str
-    version_recycle: str
+    artifact_insert: Write
+    artifact_update: Write
+    version_insert: Write
+    version_recycle: Write
     versions_trim: str
     pin_read: str
-    pin_write: str
+    pin_write: Write
     delete_returning: str  # ``{where}`` to fill
     evict_where: str
 
 
-def _statements(quote: Any, for_update: bool) -> Statements:
+def _statements(quote: Quote, for_update: bool) -> Statements:
     """Every statement's text, with names quoted and locking as one vendor's connection does."""
     agents, artifacts = quote(Agent._meta.db_table), quote(Artifact._meta.db_table)
     versions, blobs = quote(ArtifactVersion._meta.db_table), quote(Blob._meta.db_table)
     sessions = quote(Session._meta.db_table)
-
-    def marks(n: int) -> str:
-        return ", ".join(["%s"] * n)
-
-    insert_columns = ("id", "agent_id", *_RECORD_COLUMNS, "pinned", "created_at")
-    version_columns = ("artifact_id", *_VERSION_COLUMNS)
+    counters = _select_list(quote, Counters, _same(*Counters._fields))
+    previous = _select_list(
+        quote,
+        Previous,
+        {
+            **{name: f"a.{name}" for name in ("session_id", "blob_id", "content_type")},
+            **{name: f"a.{name}" for name in ("created_at", "version", "pinned", "kind")},
+            "blob_size": "b.size",
+            # The oldest kept version: a seek on the (artifact, number) constraint, in the same
+            # statement, so that the tag knows whether its new version replaces the oldest.
+            "oldest_version": (
+                f"(SELECT MIN(v.number) FROM {versions} v WHERE v.artifact_id = a.id)"
+            ),
+            "session_sid": "s.sid",
+        },
+    )
+    pin_read = _select_list(
+        quote,
+        _PinRead,
+        {
+            **{name: f"a.{name}" for name in ("pinned", "key", "kind", "turn_id")},
+            "session_sid": "s.sid",
+        },
+    )
+    deleted = _select_list(
+        quote,
+        Deleted,
+        {
+            **_same("id", "key", "kind", "turn_id"),
+            "session_sid": f"(SELECT s.sid FROM {sessions} s WHERE s.id = {artifacts}.session_id)",
+        },
+    )
+    by_id = {"id": "artifact_id"}
     return Statements(
-        agent_lock=f"SELECT artifact_count, last_seq FROM {agents} WHERE id = %s"
+        agent_lock=f"SELECT {counters} FROM {agents} WHERE id = %s"
         + (" FOR UPDATE" if for_update else ""),
-        counters_save=f"UPDATE {agents} SET artifact_count = %s, last_seq = %s WHERE id = %s",
-        # The oldest kept version: a seek on the (artifact, number) constraint, in the same
-        # statement, so that the tag knows whether its new version replaces the oldest.
+        counters_save=_update(quote, agents, _same(*Counters._fields), where={"id": "agent_id"}),
         previous=(
-            "SELECT a.session_id, a.blob_id, b.size, a.content_type, a.created_at, a.version, "
-            f"a.pinned, (SELECT MIN(v.number) FROM {versions} v WHERE v.artifact_id = a.id), "
-            f"s.sid, a.kind FROM {artifacts} a LEFT JOIN {blobs} b ON b.sha256 = a.blob_id "
+            f"SELECT {previous} FROM {artifacts} a LEFT JOIN {blobs} b ON b.sha256 = a.blob_id "
             f"LEFT JOIN {sessions} s ON s.id = a.session_id WHERE a.id = %s"
         ),
-        artifact_insert=(
-            f"INSERT INTO {artifacts} ({', '.join(quote(c) for c in insert_columns)}) "
-            f"VALUES ({marks(len(insert_columns))})"
+        artifact_insert=_insert(
+            quote,
+            artifacts,
+            {
+                **by_id,
+                **_same("agent_id"),
+                **_RECORD_COLUMNS,
+                **_same("pinned"),
+                "created_at": "at",
+            },
         ),
-        artifact_update=(
-            f"UPDATE {artifacts} SET {', '.join(f'{quote(c)} = %s' for c in _RECORD_COLUMNS)} "
-            "WHERE id = %s"
-        ),
-        version_insert=(
-            f"INSERT INTO {versions} ({', '.join(quote(c) for c in version_columns)}) "
-            f"VALUES ({marks(len(version_columns))})"
-        ),
-        version_recycle=(
-            f"UPDATE {versions} SET {', '.join(f'{quote(c)} = %s' for c in _VERSION_COLUMNS)} "
-            "WHERE artifact_id = %s AND number = %s"
+        artifact_update=_update(quote, artifacts, _RECORD_COLUMNS, where=by_id),
+        version_insert=_insert(quote, versions, {**_same("artifact_id"), **_VERSION_COLUMNS}),
+        version_recycle=_update(
+            quote, versions, _VERSION_COLUMNS, where={**_same("artifact_id"), "number": "oldest"}
         ),
         versions_trim=f"DELETE FROM {versions} WHERE artifact_id = %s AND number <= %s",
         pin_read=(
-            f"SELECT a.pinned, a.key, a.kind, s.sid, a.turn_id FROM {artifacts} a "
+            f"SELECT {pin_read} FROM {artifacts} a "
             f"LEFT JOIN {sessions} s ON s.id = a.session_id WHERE a.id = %s AND a.agent_id = %s"
         ),
-        pin_write=f"UPDATE {artifacts} SET pinned = %s WHERE id = %s",
+        pin_write=_update(quote, artifacts, _same("pinned"), where=by_id),
         # One statement instead of a SELECT and a DELETE. ``where`` must let the planner seek (by
         # primary key, or the agent's (updated_at, id) index), never scan.
-        delete_returning=(
-            f"DELETE FROM {artifacts} WHERE {{where}} RETURNING id, key, kind, "
-            f"(SELECT s.sid FROM {sessions} s WHERE s.id = {artifacts}.session_id), turn_id"
-        ),
+        delete_returning=f"DELETE FROM {artifacts} WHERE {{where}} RETURNING {deleted}",
         # ``NOT pinned`` is the partial index's own condition, so the planner seeks it however
         # many old records are pinned.
         evict_where=(
@@ -164,17 +259,20 @@ def versions_table(cursor: Cursor) -> str:
 
 
 class Prepared(NamedTuple):
-    """A tag's values as the database takes them, prepared once for the record and its version."""
+    """A tag's values as the database takes them, prepared once for the record and its version:
+    ``values`` holds each written column's value by name (``_RECORD_COLUMNS``,
+    ``_VERSION_COLUMNS``), ``at`` the tag's moment among them."""
 
-    fields: dict[str, Any]  # the record's columns (``_RECORD_COLUMNS``), as Python values
-    data: Any
-    at: Any  # the tag's moment
+    values: dict[str, Param]
+    at: Param  # the tag's moment, as the database takes it
 
 
-def prepared(cursor: Cursor, fields: dict[str, Any], at: datetime) -> Prepared:
+def prepared(cursor: Cursor, fields: Mapping[str, Param], at: datetime) -> Prepared:
+    """``fields``: the record's columns a tag writes, by name, as Python values."""
     db = cursor.db
+    moment = db.ops.adapt_datetimefield_value(at)
     data = Artifact._meta.get_field("data").get_db_prep_save(fields["data"], db)
-    return Prepared(fields, data, db.ops.adapt_datetimefield_value(at))
+    return Prepared({**fields, "data": data, "at": moment}, moment)
 
 
 def agent_lock(cursor: Cursor, agent_id: int) -> Counters | None:
@@ -182,14 +280,12 @@ def agent_lock(cursor: Cursor, agent_id: int) -> Counters | None:
     holds the database's write lock; elsewhere it is ``SELECT … FOR UPDATE``."""
     cursor.execute(statements(cursor).agent_lock, [agent_id])
     row = cursor.fetchone()
-    return None if row is None else Counters(*row)
+    return None if row is None else Counters._make(row)
 
 
 def agent_counters_save(cursor: Cursor, agent_id: int, counters: Counters) -> None:
-    cursor.execute(
-        statements(cursor).counters_save,
-        [counters.artifact_count, counters.last_seq, agent_id],
-    )
+    write = statements(cursor).counters_save
+    cursor.execute(write.sql, write.params({**counters._asdict(), "agent_id": agent_id}))
 
 
 def artifact_previous(cursor: Cursor, artifact_id: str) -> Previous | None:
@@ -197,51 +293,33 @@ def artifact_previous(cursor: Cursor, artifact_id: str) -> Previous | None:
     row = cursor.fetchone()
     if row is None:
         return None
-    previous = Previous(*row)
+    previous = Previous._make(row)
     return previous._replace(created_at=aware(previous.created_at), pinned=bool(previous.pinned))
-
-
-def _content_values(values: Prepared) -> list[Any]:
-    fields = values.fields
-    return [
-        fields["kind"],
-        fields["title"],
-        values.data,
-        fields["session_id"],
-        fields["turn_id"],
-        fields["source"],
-        fields["blob_id"],
-        fields["content_type"],
-    ]
-
-
-def _record_values(values: Prepared) -> list[Any]:
-    fields = values.fields
-    return [fields["key"], *_content_values(values), fields["version"], values.at]
 
 
 def artifact_insert(cursor: Cursor, artifact_id: str, agent_id: int, values: Prepared) -> None:
     """The new record's row, unpinned, created and updated at the tag's moment."""
+    write = statements(cursor).artifact_insert
     cursor.execute(
-        statements(cursor).artifact_insert,
-        [artifact_id, agent_id, *_record_values(values), False, values.at],
+        write.sql,
+        write.params(
+            {**values.values, "artifact_id": artifact_id, "agent_id": agent_id, "pinned": False}
+        ),
     )
 
 
 def artifact_update(cursor: Cursor, artifact_id: str, values: Prepared) -> None:
     """A re-tag's row: every column the tag writes (its pin and creation stay)."""
-    cursor.execute(statements(cursor).artifact_update, [*_record_values(values), artifact_id])
-
-
-def _version_values(values: Prepared) -> list[Any]:
-    return [*_content_values(values), values.at]
+    write = statements(cursor).artifact_update
+    cursor.execute(write.sql, write.params({**values.values, "artifact_id": artifact_id}))
 
 
 def version_insert(cursor: Cursor, artifact_id: str, number: int, values: Prepared) -> None:
     """Store version ``number`` of a record: what its tag stored. The (artifact, number)
     constraint makes a duplicate number an error, never a second row."""
+    write = statements(cursor).version_insert
     cursor.execute(
-        statements(cursor).version_insert, [artifact_id, number, *_version_values(values)]
+        write.sql, write.params({**values.values, "artifact_id": artifact_id, "number": number})
     )
 
 
@@ -250,9 +328,12 @@ def version_recycle(
 ) -> None:
     """Turn the oldest kept version into version ``number`` (what one tag adds and drops when the
     history is full): one UPDATE instead of an INSERT and a DELETE."""
+    write = statements(cursor).version_recycle
     cursor.execute(
-        statements(cursor).version_recycle,
-        [number, *_version_values(values), artifact_id, oldest],
+        write.sql,
+        write.params(
+            {**values.values, "artifact_id": artifact_id, "number": number, "oldest": oldest}
+        ),
     )
 
 
@@ -289,17 +370,24 @@ def artifact_pin(cursor: Cursor, agent_id: int, artifact_id: str, pinned: bool) 
     row = cursor.fetchone()
     if row is None:
         return None
-    was, key, kind, session_sid, turn_id = row
-    changed = bool(was) != pinned
+    was = _PinRead._make(row)
+    changed = bool(was.pinned) != pinned
     if changed:
-        cursor.execute(sql.pin_write, [pinned, artifact_id])
-    return PinChange(key, kind, session_sid, turn_id, changed)
+        write = sql.pin_write
+        cursor.execute(write.sql, write.params({"pinned": pinned, "artifact_id": artifact_id}))
+    return PinChange(
+        key=was.key,
+        kind=was.kind,
+        session_sid=was.session_sid,
+        turn_id=was.turn_id,
+        changed=changed,
+    )
 
 
-def _delete_returning(cursor: Cursor, where: str, params: list[Any]) -> list[Deleted]:
+def _delete_returning(cursor: Cursor, where: str, params: list[Param]) -> list[Deleted]:
     # The only rows that reference an artifact are its versions, deleted right after.
     cursor.execute(statements(cursor).delete_returning.format(where=where), params)
-    rows = sorted(Deleted(*row) for row in cursor.fetchall())
+    rows = sorted(Deleted._make(row) for row in cursor.fetchall())
     # Their versions go with them (the foreign key is checked at commit, so the order is free).
     versions_delete(cursor, [row.id for row in rows])
     return rows
@@ -325,7 +413,7 @@ def artifacts_delete_ids(
     # `agent_id + 0`: the agent check must not steer SQLite into scanning the agent's index
     # instead of seeking each id by primary key.
     where = f"id IN ({', '.join(['%s'] * len(ids))}) AND agent_id + 0 = %s"
-    params: list[Any] = [*ids, agent_id]
+    params: list[Param] = [*ids, agent_id]
     if updated_at_most is not None:
         where += " AND updated_at <= %s"
         params.append(cursor.db.ops.adapt_datetimefield_value(updated_at_most))

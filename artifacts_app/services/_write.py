@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db import connection
 from django.utils import timezone
@@ -19,6 +18,7 @@ from django.utils import timezone
 from artifacts_app import selectors
 from artifacts_app.errors import ConflictError, NotFoundError
 from artifacts_app.events import EventBatch
+from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Agent
 from artifacts_app.names import keyed_id, new_id
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
@@ -41,7 +41,7 @@ class Tag:
     kind: str
     key: str | None
     title: str | None
-    data: Any
+    data: JSON
     session_id: str | None
     turn_id: str | None
     source: str
@@ -127,8 +127,8 @@ def _carried_content(previous: _sql.Previous | None, session_pk: int | None) -> 
 
 def _fields(
     tag: Tag, session_pk: int | None, content: ContentInfo | None, number: int
-) -> dict[str, Any]:
-    """The record's columns, written to its row and to its new version alike."""
+) -> dict[str, _sql.Param]:
+    """The record's columns a tag writes, by name, to its row and to its new version alike."""
     return {
         "kind": tag.kind,
         "key": tag.key,

@@ -10,9 +10,9 @@ it is ``_write.tag_locked``, shared with a restore.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from datetime import datetime
-from typing import IO, Any
+from typing import IO
 
 from django.db import connection, transaction
 from django.db.models import Q
@@ -20,9 +20,10 @@ from django.utils import timezone
 
 from artifacts_app import blobs, media, selectors
 from artifacts_app.events import EventBatch
+from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Agent, Artifact
 from artifacts_app.names import keyed_id
-from artifacts_app.records import DEFAULT_BYTES_TYPE, DEFAULT_TEXT_TYPE, ContentInfo
+from artifacts_app.records import DEFAULT_BYTES_TYPE, DEFAULT_TEXT_TYPE, ContentInfo, ValuesRow
 from artifacts_app.registry import AgentSpec, spec_for
 from artifacts_app.services import _sql
 from artifacts_app.services._write import (
@@ -54,7 +55,7 @@ __all__ = [
 def artifact_tag(
     *,
     agent: Agent | str,
-    data: Any,
+    data: JSON,
     kind: str | None = None,
     key: str | None = None,
     title: str | None = None,
@@ -196,7 +197,7 @@ def artifact_content_put(
         return tag_locked(tag, content)
 
 
-def _retag_row(agent: Agent, artifact_id: str) -> Mapping[str, Any]:
+def _retag_row(agent: Agent, artifact_id: str) -> ValuesRow:
     """The fields a content PUT keeps, as the record holds them now; 404 for a record gone."""
     row = (
         Artifact.objects.filter(agent_id=agent.pk, pk=artifact_id)
@@ -208,7 +209,7 @@ def _retag_row(agent: Agent, artifact_id: str) -> Mapping[str, Any]:
     return row
 
 
-def _retag_validate(spec: AgentSpec, row: Mapping[str, Any], content_type: str) -> tuple[str, Any]:
+def _retag_validate(spec: AgentSpec, row: ValuesRow, content_type: str) -> tuple[str, JSON]:
     """The tag's rules over the record's own fields with new contents (a kind no longer
     declared, or data its schema now refuses, is refused as for any tag)."""
     return tag_validate(

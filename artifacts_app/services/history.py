@@ -5,9 +5,6 @@ pinning locks the agent row too, for its event's ``seq``. The reads are ``select
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -15,7 +12,7 @@ from artifacts_app import selectors
 from artifacts_app.errors import ArtifactError, ConflictError, NotFoundError
 from artifacts_app.events import EventBatch
 from artifacts_app.models import Agent, Artifact, ArtifactVersion
-from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
+from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo, ValuesRow
 from artifacts_app.registry import spec_for
 from artifacts_app.services import _sql
 from artifacts_app.services._write import (
@@ -82,9 +79,7 @@ def artifact_restore(
         return tag_locked(tag, content, carry_content=False)
 
 
-def _restore_rows(
-    agent: Agent, artifact_id: str, number: int
-) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+def _restore_rows(agent: Agent, artifact_id: str, number: int) -> tuple[ValuesRow, ValuesRow]:
     """The record as it is and its version ``number``, read under the agent's lock: a record gone
     (404), unkeyed (409 ``not_keyed``) or without that version (404) is refused."""
     current = (

@@ -9,12 +9,11 @@ one transaction on the agent's locked row, it is stored with its hash and the ag
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 
 from artifacts_app import jsonschemas, selectors
 from artifacts_app.errors import ArtifactError, ConflictError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.names import KIND_RE
 from artifacts_app.registry import (
@@ -32,7 +31,7 @@ KIND_FIELDS = ("description", "schema", "keepVersions")
 COLUMN_MAX = 2**31 - 1  # what the agent row's counters hold on every database
 
 
-def kinds_declare(*, agent: Agent | str, declaration: Any) -> Agent:
+def kinds_declare(*, agent: Agent | str, declaration: JSON) -> Agent:
     """Replace ``agent``'s kinds with ``declaration`` (the body of ``PUT artifacts/kinds``, camelCase
     as on the wire); answers the agent row as stored. Refused with 409 ``kinds_in_code`` for an
     agent declared in Python, with 400 and a sentence for anything else wrong."""
@@ -57,11 +56,11 @@ def kinds_declare(*, agent: Agent | str, declaration: Any) -> Agent:
     return selectors.agent_get(agent.slug)
 
 
-def _refuse(code: str, message: str, field: str, **details: Any) -> ArtifactError:
+def _refuse(code: str, message: str, field: str, **details: JSON) -> ArtifactError:
     return ArtifactError(code, message, {"field": field, **details})
 
 
-def _unknown_fields(body: dict[str, Any], allowed: tuple[str, ...], where: str) -> None:
+def _unknown_fields(body: JSONObject, allowed: tuple[str, ...], where: str) -> None:
     unknown = sorted(set(body) - set(allowed))
     if unknown:
         raise _refuse(
@@ -72,7 +71,7 @@ def _unknown_fields(body: dict[str, Any], allowed: tuple[str, ...], where: str) 
         )
 
 
-def _whole(value: Any, *, field: str, default: int, code: str, what: str) -> int:
+def _whole(value: JSON, *, field: str, default: int, code: str, what: str) -> int:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= COLUMN_MAX:
@@ -80,7 +79,7 @@ def _whole(value: Any, *, field: str, default: int, code: str, what: str) -> int
     return value
 
 
-def declaration_clean(body: Any) -> tuple[dict[str, Any], int, int]:
+def declaration_clean(body: JSON) -> tuple[JSONObject, int, int]:
     """The declaration to store (``{"kinds": {name: {"description", "schema", "keepVersions"}},
     "agentTool"}``), ``max`` and ``keepVersions``; every rule of the section checked here."""
     if not isinstance(body, dict):
@@ -127,7 +126,7 @@ def declaration_clean(body: Any) -> tuple[dict[str, Any], int, int]:
     return {"kinds": cleaned, "agentTool": agent_tool}, cap, keep
 
 
-def _kind_clean(name: str, kind: Any, *, agent_tool: bool) -> dict[str, Any]:
+def _kind_clean(name: str, kind: JSON, *, agent_tool: bool) -> JSONObject:
     field = f"kinds.{name}"
     if not KIND_RE.fullmatch(name):
         raise _refuse(
@@ -165,7 +164,7 @@ def _kind_clean(name: str, kind: Any, *, agent_tool: bool) -> dict[str, Any]:
     return {"description": description, "schema": schema, "keepVersions": keep}
 
 
-def _schema_check(name: str, schema: Any, *, agent_tool: bool) -> None:
+def _schema_check(name: str, schema: JSON, *, agent_tool: bool) -> None:
     try:
         jsonschemas.check(schema)
         if agent_tool:

@@ -4,8 +4,6 @@ the share of validation time waits only outside one)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import transaction
 
@@ -21,7 +19,7 @@ from artifacts_app.values import check_text, check_value
 SOURCES = (Artifact.SOURCE_HOST, Artifact.SOURCE_MODEL)
 
 
-def check_session_id(sid: Any, *, field: str) -> None:
+def check_session_id(sid: JSON, *, field: str) -> None:
     if not isinstance(sid, str) or not SESSION_ID_RE.fullmatch(sid):
         raise ArtifactError(
             "invalid_session_id",
@@ -47,7 +45,7 @@ def _check_text(value: JSON, declared: TagField) -> None:
     check_text(value, field=field, code=code)
 
 
-def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
+def _resolve_kind(spec: AgentSpec, kind: JSON) -> str:
     if kind is None:
         if spec.kinds:
             raise ArtifactError(
@@ -71,7 +69,7 @@ def _resolve_kind(spec: AgentSpec, kind: Any) -> str:
     return kind
 
 
-def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
+def parse_data(spec: AgentSpec, kind: str, data: JSON) -> JSON:
     """Validate ``data`` against the kind's schema and return the JSON form of the parsed value."""
     if data is None:
         raise ArtifactError(
@@ -86,7 +84,7 @@ def parse_data(spec: AgentSpec, kind: str, data: Any) -> Any:
     return declared.parse(kind, data, agent=spec.slug, wait=wait)
 
 
-def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
+def _check_content_type(content_type: JSON, *, has_contents: bool) -> None:
     if content_type is None:
         return
     # Parsed, not pattern-matched (media.py): exactly one media type, or 400 invalid_content_type.
@@ -99,7 +97,7 @@ def _check_content_type(content_type: Any, *, has_contents: bool) -> None:
         )
 
 
-def _check_data_size(parsed: Any) -> None:
+def _check_data_size(parsed: JSON) -> None:
     # The one check of what both databases can hold (API.md "Errors"), for every entry point:
     # what is stored is always what can be listed, read and replayed on SQLite and PostgreSQL.
     encoded = check_value(parsed, field="data", code="invalid_data")  # its JSON, encoded once

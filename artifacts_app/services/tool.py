@@ -3,10 +3,9 @@ and any other caller; its definition is ``artifacts_app.tool``."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from artifacts_app import selectors, tool
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Agent, Artifact
 from artifacts_app.registry import spec_for
 from artifacts_app.services._write import TagResult
@@ -16,7 +15,7 @@ from artifacts_app.services.artifacts import artifact_tag
 def tool_run(
     *,
     agent: Agent | str,
-    input: Any,  # the tool call's input, as the model sent it (dict or JSON text)
+    input: JSON,  # the tool call's input, as the model sent it (dict or JSON text)
     session_id: str | None = None,
     turn_id: str | None = None,
 ) -> TagResult:

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from django.core.management.base import CommandError
 
 from artifacts_app import faults
 from artifacts_app.errors import ArtifactError
 
+T = TypeVar("T")
 
-def run_service(call: Callable[[], Any]) -> Any:
+
+def run_service(call: Callable[[], T]) -> T:
     """Call a service; an ``ArtifactError`` — a dependency failure too (``faults``) — exits
     non-zero with its sentence, never a traceback."""
     try:
