@@ -19,7 +19,11 @@ tag = database_sync_to_async(services.artifact_tag)
 
 
 @pytest.fixture
-def setup(transactional_db, django_user_model):
+def setup(transactional_db, django_user_model, settings):
+    # The watches below are made for a caller without a key or a user: the credentials watch
+    # would end them at its first look, and a slow machine's tags outlast one. The tests that are
+    # about that look set their own interval.
+    settings.ARTIFACTS_STREAM_RECHECK = 3600
     agent = services.agent_create(slug="watched", max_artifacts=1000)
     alice = django_user_model.objects.create_user("alice", password="x")
     services.session_create(agent=agent, sid="s-alice", owner="alice")
