@@ -180,6 +180,9 @@ def _report(results: dict[str, list], trees: dict, args, load_before: str) -> No
             f"   {med(f'now:{case}', 0) / med(f'before:{case}', 0):.2f}x" if len(trees) == 2 else ""
         )
         print(case.ljust(22) + "".join(c.rjust(26) for c in cells) + ratio)
+        for t in trees:
+            rounds = ", ".join(f"{v[0]:.0f}" for v in results[f"{t}:{case}"])
+            print(f"  {t}, per round: {rounds}")
     for t in trees:
         print(f"{t}: tag / hello {med(f'{t}:tag', 0) / med(f'{t}:hello', 0):.2f}x")
 
