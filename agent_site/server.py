@@ -48,8 +48,9 @@ dropped until it closes, for at most ``LINGER_SECONDS``.
 ``BodyFlow`` is the ASGI half, around the whole HTTP application: it hands a streamed body to an
 application that calls ``receive`` again instead of taking the stream (in ``http.request``
 messages, as it arrives), and paces a streamed response: after each chunk it waits while the
-connection's send buffer is full. Twisted tells: ``SendGate`` is registered with the request as
-its push producer, which Twisted pauses past the transport's buffer and resumes once it is sent.
+connection's send buffer is full and ``SEND_AHEAD`` bytes have been handed over since it filled.
+Twisted tells when: ``SendGate`` is registered with the request as its push producer, which
+Twisted pauses past the transport's buffer and resumes once the buffer is sent.
 
 ``install()`` makes daphne's server build its HTTP factory from here. ``agent_site/asgi.py`` calls
 it when it is imported, so every daphne that serves this site — ``bin/run``, the tests' servers,
@@ -74,7 +75,7 @@ import asyncio
 import io
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import orjson
 from daphne.http_protocol import HTTPFactory
@@ -90,6 +91,13 @@ from agent_site.body import (
     StreamedMessages,
     release_connections,
 )
+
+if TYPE_CHECKING:
+    from twisted.internet.base import DelayedCall
+    from twisted.internet.interfaces import IAddress
+    from twisted.python.failure import Failure
+
+    from artifacts_app.errors import ArtifactError
 
 STREAM_AT = 100_000  # bytes: Twisted's own threshold between a body in memory and one on disk
 LINGER_SECONDS = 10.0
@@ -114,7 +122,7 @@ def body_limit(method: bytes, path: bytes) -> int:
     return content + int(settings.ARTIFACTS_MAX_JSON_BODY_BYTES) + 1024 * 1024
 
 
-def _envelope_response(status: bytes, error: Any, extra: bytes = b"") -> bytes:
+def _envelope_response(status: bytes, error: ArtifactError, extra: bytes = b"") -> bytes:
     body = orjson.dumps(error.as_envelope())
     return (
         b"HTTP/1.1 " + status + b"\r\n"
@@ -174,13 +182,13 @@ def _deadline_response() -> bytes:
     return _envelope_response(b"408 Request Timeout", error)
 
 
-def malformed_request(message: str) -> Any:
+def malformed_request(message: str) -> ArtifactError:
     from artifacts_app.errors import ArtifactError
 
     return ArtifactError("malformed_request", message)
 
 
-def _head_too_large() -> tuple[bytes, Any]:
+def _head_too_large() -> tuple[bytes, ArtifactError]:
     from artifacts_app.errors import ArtifactError
 
     limit = http.HTTPChannel.totalHeadersSize
@@ -193,7 +201,7 @@ def _head_too_large() -> tuple[bytes, Any]:
     return b"431 Request Header Fields Too Large", error
 
 
-def _uri_too_long() -> tuple[bytes, Any]:
+def _uri_too_long() -> tuple[bytes, ArtifactError]:
     from artifacts_app.errors import ArtifactError
 
     limit = http.HTTPChannel.MAX_LENGTH
@@ -248,7 +256,7 @@ class ArtifactsRequest(daphne_adapter.Request):
         self._stream: BodyStream | None = None
         self._refused = False
         self._slot = False  # whether this request counts in ``streaming``
-        self._deadline: Any = None  # the body deadline's DelayedCall
+        self._deadline: DelayedCall | None = None  # the body deadline
         self._answering = False  # whether the answer's status line has gone out
         self._gate: SendGate | None = None
         # No form parsing: Twisted would parse a multipart body whole, in memory, for nothing.
@@ -257,7 +265,7 @@ class ArtifactsRequest(daphne_adapter.Request):
         self._limit: int | None = None
         self._head = (b"", b"")
         self._all_in = False
-        self._finish_waits: Any = None  # the linger's DelayedCall, once the answer waits
+        self._finish_waits: DelayedCall | None = None  # the linger, once the answer waits
 
     # Twisted: headers are in; the body may follow (length None: chunked).
     def gotLength(self, length: int | None) -> None:
@@ -402,7 +410,7 @@ class ArtifactsRequest(daphne_adapter.Request):
         if self.channel is not None:
             self.channel.loseConnection()
 
-    def handle_reply(self, message: Any) -> None:
+    def handle_reply(self, message: Message) -> None:
         if self._refused:
             return  # the door answered for the request already
         if message.get("type") == "http.response.start" and not self.finished:
@@ -443,7 +451,7 @@ class ArtifactsRequest(daphne_adapter.Request):
         """The body streaming to the application (None: a small body, in daphne's queue)."""
         return self._stream
 
-    def connectionLost(self, reason: Any) -> None:
+    def connectionLost(self, reason: Failure) -> None:
         if self._stream is not None and not self._all_in:
             self._stream.fail()
         if self._gate is not None:
@@ -487,7 +495,7 @@ class ArtifactsHTTPChannel(twisted_adapter.Channel):
         self._at_request_line = True
         self._head_size = 0  # bytes of the request line and headers so far (Twisted's count)
         self._encodings = 0  # Transfer-Encoding headers of this request
-        self._closing: Any = None  # the DelayedCall that closes a refused connection
+        self._closing: DelayedCall | None = None  # what closes a refused connection
 
     def dataReceived(self, data: bytes) -> None:
         if self._closing is not None:
@@ -551,7 +559,7 @@ class ArtifactsHTTPChannel(twisted_adapter.Channel):
             ),
         )
 
-    def refuse(self, status: bytes, error: Any) -> None:
+    def refuse(self, status: bytes, error: ArtifactError) -> None:
         """Answer ``status`` with ``error``'s envelope, unless an answer has begun, and end the
         connection: half-closed at once (the client reads the answer and its end), what still
         comes dropped, closed when the client closes or after ``LINGER_SECONDS``."""
@@ -576,7 +584,7 @@ class ArtifactsHTTPChannel(twisted_adapter.Channel):
         if self.transport is not None:
             self.transport.abortConnection()
 
-    def connectionLost(self, reason: Any = connectionDone) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self._closing is not None and self._closing.active():
             self._closing.cancel()
         super().connectionLost(reason)
@@ -587,8 +595,8 @@ class ArtifactsHTTPFactory(HTTPFactory):
     # TLS negotiates it), which would bypass every rule here; the site speaks HTTP/1.1 only.
     protocol = ArtifactsHTTPChannel
 
-    def buildProtocol(self, addr: Any) -> Any:
-        protocol = super().buildProtocol(addr)
+    def buildProtocol(self, addr: IAddress) -> ArtifactsHTTPChannel:
+        protocol = cast(ArtifactsHTTPChannel, super().buildProtocol(addr))
         protocol.requestFactory = ArtifactsRequest
         return protocol
 
