@@ -174,7 +174,6 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from agent_site import body as body_stream  # noqa: E402
 from agent_site import server  # noqa: E402
 from artifacts_app.mcp.mount import McpMount  # noqa: E402
-from artifacts_app.rest.backpressure import BackpressureMiddleware  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
 
@@ -185,9 +184,10 @@ server.install()
 
 application = ProtocolTypeRouter(
     {
-        # /<slug>/mcp: the agent's MCP server; the rest is Django. Streamed content
-        # waits for the client instead of piling up in daphne's buffer.
-        "http": McpMount(BackpressureMiddleware(django_asgi_app)),
+        # /<slug>/mcp: the agent's MCP server; the rest is Django. Around both, the bodies'
+        # flow: a streamed request body reaches the application as it arrives, and a streamed
+        # response waits for the client instead of piling up in daphne's buffer.
+        "http": server.BodyFlow(McpMount(django_asgi_app)),
         # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
         "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),
     }

@@ -3,10 +3,11 @@ control (``agent_site.server``'s request feeds it; see that module for the whole
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 FEED_CHUNK = 1024 * 1024  # the largest http.request message made from a stream
@@ -17,6 +18,8 @@ LOW_WATER = 1024 * 1024
 # The message key under which a streamed body is offered to the application as a file-like
 # ``BodyStream`` (``agent_site.asgi``'s handler takes it).
 BODY_STREAM = "agent_site.body_stream"
+
+Message = dict[str, Any]  # an ASGI message
 
 
 def _body_incomplete() -> Exception:
@@ -216,49 +219,51 @@ class BodyStream:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def failed(self) -> bool:
+        """Whether the body will not be whole (the client went away, the door refused it)."""
+        return self._failed
+
     def readable(self) -> bool:
         return True
 
 
-class StreamedBody(collections.deque):
-    """The deque of daphne's application queue for a streamed body.
+class StreamedMessages:
+    """A streamed body as the application's ``receive`` answers it (``agent_site.server``'s
+    ``BodyFlow`` makes one per streamed request, around daphne's ``receive``).
 
-    ``asyncio.Queue.get`` takes items with ``self._queue.popleft()`` once ``self._queue`` is
-    non-empty; standing in for that deque, this one first offers the stream (an empty
-    ``http.request`` whose ``BODY_STREAM`` key is this deque: ``take()`` hands the stream over).
-    If the application calls ``receive`` again instead, it gets the body as it arrives, up to 1 MiB
-    per message, then whatever daphne queued itself (a disconnect). A reader waiting on an empty
-    queue is woken when bytes arrive (``asyncio.Queue``'s own wake-up).
+    The first message offers the stream: an empty ``http.request`` whose ``BODY_STREAM`` key is
+    this object (``take()`` hands the stream over, to be read as a file). An application that
+    calls ``receive`` again instead gets the body as it arrives, up to ``FEED_CHUNK`` bytes per
+    message, then daphne's own messages (a disconnect); so does one whose body will not be whole.
+    Runs on the event loop, whose thread is the reactor's (daphne runs Twisted on asyncio): the
+    stream's ``on_data`` wakes a waiting ``receive`` directly.
     """
 
-    def __init__(self, items: Any, stream: BodyStream, queue: Any) -> None:
-        super().__init__(items)
+    def __init__(self, stream: BodyStream, receive: Callable[[], Awaitable[Message]]) -> None:
         self._stream = stream
+        self._receive = receive
         self._offered = False
         self._taken = False
         self._done = False
-        stream.on_data = lambda: queue._wakeup_next(queue._getters)
+        self._arrived = asyncio.Event()
 
-    def _more(self) -> bool:
-        if not self._offered:
-            return True
-        return not self._taken and not self._done and self._stream.ready()
-
-    def __len__(self) -> int:
-        return super().__len__() + (1 if self._more() else 0)
-
-    def __bool__(self) -> bool:
-        return self._more() or super().__len__() > 0
-
-    def popleft(self) -> Any:
+    async def receive(self) -> Message:
         if not self._offered:
             self._offered = True
             return {"type": "http.request", "body": b"", "more_body": True, BODY_STREAM: self}
-        if self._more():
-            chunk, more = self._stream.read_nowait(FEED_CHUNK)
-            self._done = not more
-            return {"type": "http.request", "body": chunk, "more_body": more}
-        return super().popleft()
+        if not self._taken and not self._done:
+            stream = self._stream
+            stream.on_data = self._arrived.set
+            while not stream.ready() and not stream.failed:
+                self._arrived.clear()
+                await self._arrived.wait()
+            if not stream.failed:
+                chunk, more = stream.read_nowait(FEED_CHUNK)
+                self._done = not more
+                return {"type": "http.request", "body": chunk, "more_body": more}
+            self._done = True
+        return await self._receive()
 
     def take(self) -> BodyStream:
         """The body as a file, now the caller's to read and close; the messages that follow are

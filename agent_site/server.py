@@ -1,13 +1,14 @@
-"""Daphne's HTTP request, made fit for uploads: no form parsing, a body limit at the door, the
-application started at the headers and the body streamed to it as it arrives.
+"""Daphne's HTTP request, made fit for uploads and downloads: no form parsing, a body limit at the
+door, the application started at the headers and the body streamed to it as it arrives, a
+streamed response paced by the client.
 
 Daphne's ``WebRequest`` is Twisted's ``Request``: Twisted parses every ``multipart/form-data`` POST
-body whole, in memory, in pure Python (``_getMultiPartArgs``) before daphne hands the request on —
+body whole, in memory, in pure Python, before daphne hands the request on —
 for a 64 MiB upload that was 78% of the time and ~775 MiB of memory, and the result is never used —
 and daphne starts the application only once the whole body is in, then queues it at once. A body
 kept on disk until then is written twice (once there, once into the blob). ``ArtifactsRequest``:
 
-- turns Twisted's form parsing off (``_parsePOSTFormSubmission``);
+- turns Twisted's form parsing off;
 - refuses a body past the site's limit as soon as it is passed — on ``Content-Length`` before any
   of the body is read, else while it arrives — with 413 and the API's error envelope, keeping none
   of it (what is still coming is read and dropped, so that the client gets its answer);
@@ -20,7 +21,7 @@ kept on disk until then is written twice (once there, once into the blob). ``Art
   carries, under ``BODY_STREAM``, an object whose ``take()`` answers the stream, to be read as a
   blocking binary file from the request's thread (``agent_site.asgi``'s handler makes it the
   request's body); an application that calls ``receive`` again instead gets the body in standard
-  ``http.request`` messages;
+  ``http.request`` messages (``BodyFlow``);
 - when the application answers before the body is all in (a refusal: 401, 413, 507 …), sends the
   answer at once, drops the rest of the body as it comes and ends the request when it is in (so
   the connection is kept for the next request), or closes the connection after ``LINGER_SECONDS``;
@@ -44,42 +45,65 @@ second ``Transfer-Encoding`` header, or one that is not ``chunked`` (Twisted too
 connection is then half-closed (the client reads the answer, not a reset) and what still comes is
 dropped until it closes, for at most ``LINGER_SECONDS``.
 
+``BodyFlow`` is the ASGI half, around the whole HTTP application: it hands a streamed body to an
+application that calls ``receive`` again instead of taking the stream (in ``http.request``
+messages, as it arrives), and paces a streamed response: after each chunk it waits while the
+connection's send buffer is full and ``SEND_AHEAD`` bytes have been handed over since it filled.
+Twisted tells when: ``SendGate`` is registered with the request as its push producer, which
+Twisted pauses past the transport's buffer and resumes once the buffer is sent.
+
 ``install()`` makes daphne's server build its HTTP factory from here. ``agent_site/asgi.py`` calls
 it when it is imported, so every daphne that serves this site — ``bin/run``, the tests' servers,
 the benches, a plain ``daphne agent_site.asgi:application`` — gets it (daphne makes its factory in
 ``Server.run``, after it imported the application). ``tests/rest/test_uploads.py`` holds it there.
 
-Private names of other libraries used here (no public door offers what they do):
-- Twisted: ``Request._parsePOSTFormSubmission`` (form parsing off); ``HTTPChannel._command``,
-  ``_path``, ``_version`` (the request line, read at the headers); ``HTTPChannel.
-  _respondToBadRequestAndDisconnect`` (overridden: the envelope); ``http.
-  _GenericHTTPChannelProtocol`` (the factory's wrapper, built around our channel).
-- daphne: ``WebRequest._response_started``.
-- asyncio (``agent_site/body.py``): ``Queue._queue``, ``Queue._wakeup_next``, ``Queue._getters``.
+Other libraries, through their public doors where they have one: Twisted's
+``Request(parsePOSTFormSubmission=False)`` (no form parsing), ``HTTPFactory.protocol`` (the channel
+class, plain: the site speaks HTTP/1.1 only), ``ITransport.pauseProducing``/``resumeProducing``
+(reading a body with flow control), ``IConsumer.registerProducer`` (pacing a response); asyncio's
+``Event`` and the context a task inherits. The request line is read by the channel as it arrives.
+What has no public door is in one adapter per library, each listing what it touches and pinned to
+its release by a test (``tests/adapters/``): ``agent_site/adapters/twisted.py`` (the parser's
+refusal, ``HTTPChannel._respondToBadRequestAndDisconnect``) and ``agent_site/adapters/daphne.py``
+(the factory daphne builds, the moment it starts the application, keeping a streamed body out of
+its queue, the request an application serves).
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import re
-from typing import Any, cast
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
 
-import daphne.server
 import orjson
-from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.http_protocol import HTTPFactory
 from django.conf import settings
 from twisted.internet.protocol import connectionDone
 from twisted.web import http
 
+from agent_site.adapters import daphne as daphne_adapter
+from agent_site.adapters import twisted as twisted_adapter
 from agent_site.body import (
     BodyStream,
-    StreamedBody,
+    Message,
+    StreamedMessages,
     release_connections,
 )
+
+if TYPE_CHECKING:
+    from twisted.internet.base import DelayedCall
+    from twisted.internet.interfaces import IAddress
+    from twisted.python.failure import Failure
+
+    from artifacts_app.errors import ArtifactError
 
 STREAM_AT = 100_000  # bytes: Twisted's own threshold between a body in memory and one on disk
 LINGER_SECONDS = 10.0
 BUSY_RETRY_AFTER = 5  # seconds: the Retry-After of a 503 `busy`
+# A streamed response's bytes handed to Twisted past its full send buffer before the sender waits.
+SEND_AHEAD = 2 * 1024 * 1024
 _CONTENT_PUT = re.compile(rb"^/[^/?]+/v1/artifacts/[^/?]+/content/?(?:\?.*)?$")
 
 
@@ -98,7 +122,7 @@ def body_limit(method: bytes, path: bytes) -> int:
     return content + int(settings.ARTIFACTS_MAX_JSON_BODY_BYTES) + 1024 * 1024
 
 
-def _envelope_response(status: bytes, error: Any, extra: bytes = b"") -> bytes:
+def _envelope_response(status: bytes, error: ArtifactError, extra: bytes = b"") -> bytes:
     body = orjson.dumps(error.as_envelope())
     return (
         b"HTTP/1.1 " + status + b"\r\n"
@@ -158,13 +182,13 @@ def _deadline_response() -> bytes:
     return _envelope_response(b"408 Request Timeout", error)
 
 
-def malformed_request(message: str) -> Any:
+def malformed_request(message: str) -> ArtifactError:
     from artifacts_app.errors import ArtifactError
 
     return ArtifactError("malformed_request", message)
 
 
-def _head_too_large() -> tuple[bytes, Any]:
+def _head_too_large() -> tuple[bytes, ArtifactError]:
     from artifacts_app.errors import ArtifactError
 
     limit = http.HTTPChannel.totalHeadersSize
@@ -177,7 +201,7 @@ def _head_too_large() -> tuple[bytes, Any]:
     return b"431 Request Header Fields Too Large", error
 
 
-def _uri_too_long() -> tuple[bytes, Any]:
+def _uri_too_long() -> tuple[bytes, ArtifactError]:
     from artifacts_app.errors import ArtifactError
 
     limit = http.HTTPChannel.MAX_LENGTH
@@ -190,7 +214,41 @@ def _uri_too_long() -> tuple[bytes, Any]:
     return b"414 URI Too Long", error
 
 
-class ArtifactsRequest(WebRequest):
+class SendGate:
+    """A streamed response's pace: registered as the request's push producer (Twisted's
+    ``IPushProducer``), so that Twisted pauses it while the connection's send buffer is full
+    (past 64 KiB) and resumes it once the buffer is all sent (``IConsumer.registerProducer``).
+    ``BodyFlow`` reports each body chunk it sent: past the pause the sender may go on for
+    ``SEND_AHEAD`` bytes before it waits, so that the socket has the next bytes at hand when the
+    buffer empties (waiting at 64 KiB halved a download's throughput). Called on the reactor's
+    thread, which is the event loop's (daphne runs Twisted on asyncio)."""
+
+    def __init__(self) -> None:
+        self._open = asyncio.Event()
+        self._open.set()
+        self._ahead = 0  # bytes sent since Twisted paused the gate
+
+    def pauseProducing(self) -> None:
+        self._open.clear()
+
+    def resumeProducing(self) -> None:
+        self._ahead = 0
+        self._open.set()
+
+    def stopProducing(self) -> None:
+        # The connection is gone: the sender stops waiting (its sends are dropped).
+        self.resumeProducing()
+
+    async def sent(self, size: int) -> None:
+        """``size`` bytes were handed to Twisted: wait while they are too far ahead of the client."""
+        if self._open.is_set():
+            return
+        self._ahead += size
+        if self._ahead > SEND_AHEAD:
+            await self._open.wait()
+
+
+class ArtifactsRequest(daphne_adapter.Request):
     # Bodies streaming now, in this process (read and written on the reactor's thread only).
     streaming = 0
 
@@ -198,19 +256,22 @@ class ArtifactsRequest(WebRequest):
         self._stream: BodyStream | None = None
         self._refused = False
         self._slot = False  # whether this request counts in ``streaming``
-        self._deadline: Any = None  # the body deadline's DelayedCall
-        super().__init__(*args, **kwargs)
-        self._parsePOSTFormSubmission = False
+        self._deadline: DelayedCall | None = None  # the body deadline
+        self._answering = False  # whether the answer's status line has gone out
+        self._gate: SendGate | None = None
+        # No form parsing: Twisted would parse a multipart body whole, in memory, for nothing.
+        super().__init__(*args, parsePOSTFormSubmission=False, **kwargs)
         self._received = 0
         self._limit: int | None = None
         self._head = (b"", b"")
         self._all_in = False
-        self._finish_waits: Any = None  # the linger's DelayedCall, once the answer waits
+        self._finish_waits: DelayedCall | None = None  # the linger, once the answer waits
 
     # Twisted: headers are in; the body may follow (length None: chunked).
     def gotLength(self, length: int | None) -> None:
         channel = self.channel
-        self._head = (getattr(channel, "_command", b""), getattr(channel, "_path", b""))
+        method, path, version = getattr(channel, "request_line", (b"", b"", b"HTTP/1.1"))
+        self._head = (method, path)
         self._limit = body_limit(*self._head)
         self.content = io.BytesIO()
         if length == 0:
@@ -247,7 +308,6 @@ class ArtifactsRequest(WebRequest):
                 idle_seconds=float(settings.ARTIFACTS_BODY_IDLE_SECONDS),
                 release=release_connections,
             )
-            version = getattr(channel, "_version", b"HTTP/1.1")
             http.Request.requestReceived(self, *self._head, version)
 
     def _refuse_at_headers(self, response: bytes | None = None) -> None:
@@ -313,7 +373,7 @@ class ArtifactsRequest(WebRequest):
     def abandon(self) -> bool:
         """The channel refuses the connection (a framing error mid-body): the body will not be
         whole and the application's answer is not sent. Answers whether an answer had begun."""
-        started = bool(self._response_started)
+        started = self._answering
         self._refused = True
         self._settle()
         if self._stream is not None:
@@ -332,7 +392,7 @@ class ArtifactsRequest(WebRequest):
         transport = self.channel.transport if self.channel is not None else None
         if transport is None:
             return
-        if not self._response_started:
+        if not self._answering:
             if response is None:
                 assert self._limit is not None
                 response = _too_large_response(*self._head, self._limit)
@@ -350,10 +410,26 @@ class ArtifactsRequest(WebRequest):
         if self.channel is not None:
             self.channel.loseConnection()
 
-    def handle_reply(self, message: Any) -> None:
+    def handle_reply(self, message: Message) -> None:
         if self._refused:
             return  # the door answered for the request already
+        if message.get("type") == "http.response.start" and not self.finished:
+            self._answering = self.channel is not None
         super().handle_reply(message)
+
+    def send_gate(self) -> SendGate:
+        """The pace of this request's streamed response (registered with Twisted at first use)."""
+        if self._gate is None:
+            self._gate = SendGate()
+            if self.channel is not None and not self.finished:
+                self.registerProducer(self._gate, True)
+        return self._gate
+
+    def _let_go_of_the_gate(self) -> None:
+        if self._gate is not None:
+            if self.producer is not None and self.channel is not None:
+                self.unregisterProducer()
+            self._gate.stopProducing()
 
     def basic_error(self, status: int, status_text: bytes, body: str) -> None:
         """Daphne's own refusals of a request (a bad header name or value, a path or query that
@@ -366,23 +442,20 @@ class ArtifactsRequest(WebRequest):
         self.handle_reply({"type": "http.response.start", "status": 400, "headers": headers})
         self.handle_reply({"type": "http.response.body", "body": payload})
 
-    # Daphne: a streamed body is not read into the queue; the queue's deque serves it.
+    def streams_body(self) -> bool:
+        # Daphne does not queue a streamed body: BodyFlow hands it to the application.
+        return self._stream is not None
+
     @property
-    def application_queue(self) -> Any:
-        return self.__dict__.get("_application_queue")
+    def body_stream(self) -> BodyStream | None:
+        """The body streaming to the application (None: a small body, in daphne's queue)."""
+        return self._stream
 
-    @application_queue.setter
-    def application_queue(self, queue: Any) -> None:
-        if queue is not None and self._stream is not None:
-            queue._queue = StreamedBody(queue._queue, self._stream, queue)
-            # Daphne's process stops before it reads the body into the queue.
-            self.content = io.BytesIO()
-            self.content.close()
-        self.__dict__["_application_queue"] = queue
-
-    def connectionLost(self, reason: Any) -> None:
+    def connectionLost(self, reason: Failure) -> None:
         if self._stream is not None and not self._all_in:
             self._stream.fail()
+        if self._gate is not None:
+            self._gate.stopProducing()
         self._settle()
         if self._finish_waits is not None:
             if self._finish_waits.active():
@@ -406,19 +479,23 @@ class ArtifactsRequest(WebRequest):
         if self._stream is not None:
             self._stream.close()
         self._settle()
+        self._let_go_of_the_gate()
         super().finish()
 
 
-class ArtifactsHTTPChannel(http.HTTPChannel):
+class ArtifactsHTTPChannel(twisted_adapter.Channel):
     """Twisted's HTTP/1.1 channel, answering what its parser refuses with the API's envelope
     (see the module's docstring) and refusing an ambiguous ``Transfer-Encoding``."""
 
     def __init__(self) -> None:
         super().__init__()
+        # The current request's method, target and version, read here as the line arrives:
+        # the request learns them from Twisted only once its body is in.
+        self.request_line = (b"", b"", b"HTTP/1.1")
         self._at_request_line = True
         self._head_size = 0  # bytes of the request line and headers so far (Twisted's count)
         self._encodings = 0  # Transfer-Encoding headers of this request
-        self._closing: Any = None  # the DelayedCall that closes a refused connection
+        self._closing: DelayedCall | None = None  # what closes a refused connection
 
     def dataReceived(self, data: bytes) -> None:
         if self._closing is not None:
@@ -437,6 +514,11 @@ class ArtifactsHTTPChannel(http.HTTPChannel):
             self._at_request_line = False
             self._head_size = 0
             self._encodings = 0
+            parts = line.split(b" ")
+            # Twisted refuses any other shape (one space between three parts) itself.
+            self.request_line = (
+                (parts[0], parts[1], parts[2]) if len(parts) == 3 else (b"", b"", b"HTTP/1.1")
+            )
         self._head_size += len(line)
         if self._head_size > self.totalHeadersSize:
             self.refuse(*_head_too_large())
@@ -468,7 +550,7 @@ class ArtifactsHTTPChannel(http.HTTPChannel):
         self._at_request_line = True
         super().allContentReceived()
 
-    def _respondToBadRequestAndDisconnect(self) -> None:
+    def malformed(self) -> None:
         self.refuse(
             b"400 Bad Request",
             malformed_request(
@@ -477,7 +559,7 @@ class ArtifactsHTTPChannel(http.HTTPChannel):
             ),
         )
 
-    def refuse(self, status: bytes, error: Any) -> None:
+    def refuse(self, status: bytes, error: ArtifactError) -> None:
         """Answer ``status`` with ``error``'s envelope, unless an answer has begun, and end the
         connection: half-closed at once (the client reads the answer and its end), what still
         comes dropped, closed when the client closes or after ``LINGER_SECONDS``."""
@@ -502,23 +584,24 @@ class ArtifactsHTTPChannel(http.HTTPChannel):
         if self.transport is not None:
             self.transport.abortConnection()
 
-    def connectionLost(self, reason: Any = connectionDone) -> None:
+    def connectionLost(self, reason: Failure = connectionDone) -> None:
         if self._closing is not None and self._closing.active():
             self._closing.cancel()
         super().connectionLost(reason)
 
 
 class ArtifactsHTTPFactory(HTTPFactory):
-    def buildProtocol(self, addr: Any) -> Any:
-        protocol = super().buildProtocol(addr)
+    # This site's channel, plain: Twisted's default wraps a channel in a switch to HTTP/2 (when
+    # TLS negotiates it), which would bypass every rule here; the site speaks HTTP/1.1 only.
+    protocol = ArtifactsHTTPChannel
+
+    def buildProtocol(self, addr: IAddress) -> ArtifactsHTTPChannel:
+        protocol = cast(ArtifactsHTTPChannel, super().buildProtocol(addr))
         protocol.requestFactory = ArtifactsRequest
         return protocol
 
-    @staticmethod
-    def protocol() -> Any:
-        # Twisted's factory makes its generic wrapper (HTTP/1.1, or HTTP/2 if TLS negotiates it)
-        # around a plain HTTPChannel; ours wraps this site's channel.
-        return http._GenericHTTPChannelProtocol(ArtifactsHTTPChannel())
+    def acceptableProtocols(self) -> list[bytes]:
+        return [b"http/1.1"]
 
 
 def _reactor() -> Any:
@@ -529,4 +612,53 @@ def _reactor() -> Any:
 
 def install() -> None:
     """Make daphne's ``Server`` serve HTTP with ``ArtifactsRequest`` (idempotent)."""
-    daphne.server.HTTPFactory = ArtifactsHTTPFactory
+    daphne_adapter.serve_http_with(ArtifactsHTTPFactory)
+
+
+Scope = dict[str, Any]  # an ASGI scope
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyFlow:
+    """The ASGI half of ``ArtifactsRequest``: what the application exchanges with the request it
+    serves, both ways, with flow control.
+
+    - A streamed request body: the first ``http.request`` message offers it under ``BODY_STREAM``
+      (``take()`` hands it over as a file, see ``agent_site.body``); an application that calls
+      ``receive`` again instead gets it in ``http.request`` messages as it arrives.
+    - A streamed response (``more_body``): after each chunk, the application waits while the
+      connection's send buffer is full (``SendGate``). Daphne hands every body message straight
+      to Twisted, which would otherwise buffer what the client has not read yet: a 256 MiB blob
+      to a slow client would grow the server by up to the whole blob.
+
+    Under another server (the test client, uvicorn) it passes everything through.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = daphne_adapter.serving()
+        if not isinstance(request, ArtifactsRequest) or scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        stream = request.body_stream
+        if stream is not None:
+            receive = StreamedMessages(stream, receive).receive
+        return await self.app(scope, receive, _paced(send, request))
+
+
+def _paced(send: Send, request: ArtifactsRequest) -> Send:
+    gate: SendGate | None = None
+
+    async def paced(message: Message) -> None:
+        nonlocal gate
+        streams = message["type"] == "http.response.body" and message.get("more_body", False)
+        if streams and gate is None:
+            gate = request.send_gate()
+        await send(message)
+        if streams and gate is not None:
+            await gate.sent(len(message.get("body", b"")))
+
+    return paced

@@ -31,7 +31,7 @@ from django.core.handlers.asgi import ASGIHandler
 
 from agent_site import urls
 from artifacts_app.models import Agent, Artifact
-from artifacts_app.rest.backpressure import BackpressureMiddleware
+from agent_site.server import BodyFlow as BackpressureMiddleware
 
 BLOB_PATH = os.environ.get("BENCH_BLOB_PATH", "")
 CHUNK = 1024 * 1024

@@ -1,1 +1,1 @@
-"""Adapters: what other libraries do not offer publicly, one module per library."""
+"""Adapters: what other libraries do not offer publicly, one module per library (each lists its names)."""

@@ -89,22 +89,25 @@ def test_daphne_serves_with_the_sites_request():
     import daphne.server
 
     import agent_site.asgi  # noqa: F401 (installs)
-    from agent_site.server import ArtifactsHTTPFactory, ArtifactsRequest
+    from agent_site.server import ArtifactsHTTPChannel, ArtifactsHTTPFactory, ArtifactsRequest
 
     assert daphne.server.HTTPFactory is ArtifactsHTTPFactory
     protocol = ArtifactsHTTPFactory(server=None).buildProtocol(("127.0.0.1", 1))
+    assert isinstance(protocol, ArtifactsHTTPChannel)
     assert protocol.requestFactory is ArtifactsRequest
 
 
-def _streamed(items=()):
-    """A streamed body's queue deque as daphne's request makes it (the socket calls recorded)."""
+def _streamed():
+    """A streamed body as the site's daphne request hands it to the application (the socket
+    calls recorded): the application's ``receive``, and daphne's own queue behind it."""
     import asyncio
 
-    from agent_site.body import BodyStream, StreamedBody
+    from agent_site.body import BodyStream, StreamedMessages
 
     calls = []
     stream = BodyStream(lambda: calls.append("pause"), lambda: calls.append("resume"))
-    return stream, StreamedBody(items, stream, asyncio.Queue()), calls
+    daphnes = asyncio.Queue()
+    return stream, StreamedMessages(stream, daphnes.get).receive, daphnes, calls
 
 
 def test_a_streamed_body_is_handed_to_django_as_the_stream_itself():
@@ -114,10 +117,7 @@ def test_a_streamed_body_is_handed_to_django_as_the_stream_itself():
 
     from agent_site.asgi import django_asgi_app
 
-    stream, queue, _ = _streamed()
-
-    async def receive():
-        return queue.popleft()
+    stream, receive, daphnes, _ = _streamed()
 
     body = async_to_sync(django_asgi_app.read_body)(receive)
     assert body is stream
@@ -127,32 +127,54 @@ def test_a_streamed_body_is_handed_to_django_as_the_stream_itself():
     stream.end()
     assert body.read() == b"x" * 200_000 + b"y"
     assert body.read(10) == b""
-    assert not queue  # no body message left for the handler's disconnect listener
+    assert daphnes.empty()  # no body message left for the handler's disconnect listener
     body.close()
 
 
 def test_an_application_that_ignores_the_offer_gets_the_body_in_messages():
+    import asyncio
+
     from agent_site.body import FEED_CHUNK
 
-    stream, queue, _ = _streamed()
-    assert queue.popleft()["body"] == b""  # the offer, not taken
-    assert not queue  # nothing has arrived yet: a reader would wait
-    stream.feed(b"y" * (FEED_CHUNK + 10))
-    stream.end()
-    body = b""
-    while True:
-        message = queue.popleft()
-        body += message["body"]
-        if not message["more_body"]:
-            break
-    assert body == b"y" * (FEED_CHUNK + 10)
-    assert not queue
+    async def run():
+        stream, receive, daphnes, _ = _streamed()
+        assert (await receive())["body"] == b""  # the offer, not taken
+        waiting = asyncio.ensure_future(receive())
+        await asyncio.sleep(0.01)
+        assert not waiting.done()  # nothing has arrived yet: the reader waits
+        stream.feed(b"y" * (FEED_CHUNK + 10))
+        stream.end()
+        message = await waiting
+        body = message["body"]
+        while message["more_body"]:
+            message = await receive()
+            body += message["body"]
+        assert body == b"y" * (FEED_CHUNK + 10)
+        daphnes.put_nowait({"type": "http.disconnect"})
+        assert await receive() == {"type": "http.disconnect"}  # then daphne's own
+
+    asyncio.run(run())
+
+
+def test_an_application_reading_messages_of_a_body_that_fails_gets_the_disconnect():
+    import asyncio
+
+    async def run():
+        stream, receive, daphnes, _ = _streamed()
+        await receive()  # the offer, not taken
+        waiting = asyncio.ensure_future(receive())
+        await asyncio.sleep(0.01)
+        daphnes.put_nowait({"type": "http.disconnect"})
+        stream.fail()  # the client went away mid-body
+        assert await asyncio.wait_for(waiting, 5) == {"type": "http.disconnect"}
+
+    asyncio.run(run())
 
 
 def test_the_socket_is_not_read_while_the_application_is_behind(monkeypatch):
     from agent_site.body import HIGH_WATER, LOW_WATER
 
-    stream, _, calls = _streamed()
+    stream, _, _, calls = _streamed()
     piece = b"z" * 65536
     for _ in range(HIGH_WATER // len(piece)):
         stream.feed(piece)
