@@ -9,7 +9,7 @@ about as much for that as for its own SQL. ``agent_site.asgi``'s handler sends a
 request signals, the site's middleware that apply to a bearer JSON call (all of ``MIDDLEWARE``
 except ``SKIPPED``, so the door and the security headers are the same code) and ``tag``, which is
 the DRF view's own steps in the view's order with the same pieces: ``BearerAuthentication``,
-``views.request_agent``, ``access.require_tag``, the ``JSONParser``, ``views.tag_json`` (one body
+``views.request_agent``, ``access.require`` (tag), the ``JSONParser``, ``views.tag_json`` (one body
 check, one service) and the one ``exception_handler``. Anything else (cookies, multipart, a spooled
 body, other methods and routes) takes Django's road. ``tests/rest/test_lean.py`` holds both roads
 to the same answers; the OpenAPI schema is the DRF view's (``artifacts_tag``).

@@ -148,7 +148,8 @@ class ArtifactsView(AgentView):
     def post(self, request: Any, slug: str) -> HttpResponse:
         agent = self.agent()
         access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
-        request._request.upload_handlers = [LimitedUploadHandler(request._request)]
+        # On DRF's request, where the multipart parser reads them (rest/parsers.py).
+        request.upload_handlers = [LimitedUploadHandler(request)]
         if (request.content_type or "").lower().startswith("multipart/"):
             body, contents, content_type = self._multipart(request)
         else:
