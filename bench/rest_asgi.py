@@ -6,7 +6,7 @@
   middleware (the framework's floor for a JSON route, bench/peers.py);
 - ``/bare/file``: the same blob as the content case, as Django's ``FileResponse``.
 - ``/bare/asgi``: the same blob from a raw ASGI app, no Django, no flow control;
-- ``/bare/asgi-paced``: the same behind ``BackpressureMiddleware`` (the transport's ceiling);
+- ``/bare/asgi-paced``: the same behind ``BodyFlow``, the site's pacing (the transport's ceiling);
 - ``/bare/hello``: a raw ASGI app answering ``{}`` (the round-trip floor of daphne + client);
 - ``/stock/…``: the project's own routes through Django's stock ``ASGIHandler`` instead of
   ``agent_site.asgi.SyncChainASGIHandler`` (the handler's baseline), same middleware, same views.
@@ -31,7 +31,7 @@ from django.core.handlers.asgi import ASGIHandler
 
 from agent_site import urls
 from artifacts_app.models import Agent, Artifact
-from agent_site.server import BodyFlow as BackpressureMiddleware
+from agent_site.server import BodyFlow
 
 BLOB_PATH = os.environ.get("BENCH_BLOB_PATH", "")
 CHUNK = 1024 * 1024
@@ -82,7 +82,7 @@ async def bare_asgi(scope, receive, send):
     await send({"type": "http.response.body", "body": b""})
 
 
-paced_bare_asgi = BackpressureMiddleware(bare_asgi)
+paced_bare_asgi = BodyFlow(bare_asgi)
 
 
 async def hello(scope, receive, send):
@@ -96,7 +96,7 @@ async def hello(scope, receive, send):
     await send({"type": "http.response.body", "body": b"{}"})
 
 
-stock = BackpressureMiddleware(ASGIHandler())
+stock = BodyFlow(ASGIHandler())
 
 
 async def application(scope, receive, send):
