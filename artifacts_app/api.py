@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from artifacts_app import selectors, services
 from artifacts_app.errors import ArtifactError
 from artifacts_app.evals import current_turn_id
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.records import ArtifactRecord, ContentInfo
 from artifacts_app.registry import spec_for
 from artifacts_app.selectors import versions
@@ -53,7 +54,7 @@ class Artifacts:
     def tag(
         self,
         *,
-        data: Any,
+        data: JSON,
         kind: str | None = None,
         key: str | None = None,
         title: str | None = None,
@@ -118,7 +119,7 @@ class Artifacts:
             agent=self.agent, artifact_id=artifact_id, number=versions.check_number(number)
         )
 
-    def diff(self, artifact_id: str, number: int, *, from_: int | None = None) -> dict[str, Any]:
+    def diff(self, artifact_id: str, number: int, *, from_: int | None = None) -> JSONObject:
         """``{"from", "to", "fields", "data"}``: changed top-level fields and an RFC 6902 patch
         from ``from_``'s data (default: the version before ``number``) to ``number``'s."""
         return versions.versions_diff(
@@ -151,7 +152,7 @@ class Artifacts:
         """Create a session of this agent; answers its id (generated when ``id`` is None)."""
         return services.session_create(agent=self.agent, sid=id, owner=owner).sid
 
-    def tool(self, format: str = "anthropic") -> dict[str, Any]:
+    def tool(self, format: str = "anthropic") -> JSONObject:
         """The model-facing ``tag_artifact`` tool: ``anthropic``, ``openai`` or ``openai-responses``.
 
         Raises ``ArtifactError`` (``tool_not_offered``) when the agent offers no built-in tool.
@@ -162,7 +163,7 @@ class Artifacts:
 
     def run_tool(
         self,
-        input: Any,
+        input: JSON,
         *,
         session_id: str | None = _UNSET,
         turn_id: str | None = _UNSET,
@@ -188,7 +189,7 @@ class Artifacts:
             raise
         return tool.ToolResult.tagged(result.record, result.created)
 
-    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:
+    async def arun_tool(self, input: JSON, **kwargs: str | None) -> ToolResult:
         return await sync_to_async(self.run_tool)(input, **kwargs)
 
     async def atag(self, **kwargs: Any) -> ArtifactRecord:
@@ -209,10 +210,10 @@ class Artifacts:
     async def aversion(self, artifact_id: str, number: int) -> ArtifactRecord:
         return await sync_to_async(self.version)(artifact_id, number)
 
-    async def adiff(self, artifact_id: str, number: int, **kwargs: Any) -> dict[str, Any]:
+    async def adiff(self, artifact_id: str, number: int, **kwargs: int | None) -> JSONObject:
         return await sync_to_async(self.diff)(artifact_id, number, **kwargs)
 
-    async def arestore(self, artifact_id: str, number: int, **kwargs: Any) -> ArtifactRecord:
+    async def arestore(self, artifact_id: str, number: int, **kwargs: str | None) -> ArtifactRecord:
         return await sync_to_async(self.restore)(artifact_id, number, **kwargs)
 
     async def apin(self, artifact_id: str) -> ArtifactRecord:
