@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from asgiref.sync import sync_to_async
 
@@ -30,6 +30,16 @@ if TYPE_CHECKING:
 __all__ = ["ArtifactRecord", "Artifacts", "ContentInfo"]
 
 _UNSET: Any = object()
+
+
+class _Filters(TypedDict):
+    """What ``list`` filters by: the selectors' keyword arguments, checked against them."""
+
+    agent: str
+    kind: str | None
+    session_id: str | None
+    source: str | None
+    key: str | None
 
 
 class Artifacts:
@@ -89,7 +99,7 @@ class Artifacts:
         limit: int | None = None,
     ) -> builtins.list[ArtifactRecord]:
         """Records newest-updated first; all of them unless ``limit`` (1–500) is given."""
-        filters: dict[str, Any] = {
+        filters: _Filters = {
             "agent": self.agent,
             "kind": kind,
             "session_id": self.session_id if session_id is _UNSET else session_id,
