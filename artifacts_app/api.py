@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Iterable
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypedDict
 
 from asgiref.sync import sync_to_async
 
 from artifacts_app import selectors, services
 from artifacts_app.errors import ArtifactError
 from artifacts_app.evals import current_turn_id
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.records import ArtifactRecord, ContentInfo
 from artifacts_app.registry import spec_for
 from artifacts_app.selectors import versions
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
 __all__ = ["ArtifactRecord", "Artifacts", "ContentInfo"]
 
 _UNSET: Any = object()
+
+
+class _Filters(TypedDict):
+    """What ``list`` filters by: the selectors' keyword arguments, checked against them."""
+
+    agent: str
+    kind: str | None
+    session_id: str | None
+    source: str | None
+    key: str | None
 
 
 class Artifacts:
@@ -53,7 +64,7 @@ class Artifacts:
     def tag(
         self,
         *,
-        data: Any,
+        data: JSON,
         kind: str | None = None,
         key: str | None = None,
         title: str | None = None,
@@ -88,7 +99,7 @@ class Artifacts:
         limit: int | None = None,
     ) -> builtins.list[ArtifactRecord]:
         """Records newest-updated first; all of them unless ``limit`` (1–500) is given."""
-        filters: dict[str, Any] = {
+        filters: _Filters = {
             "agent": self.agent,
             "kind": kind,
             "session_id": self.session_id if session_id is _UNSET else session_id,
@@ -118,7 +129,7 @@ class Artifacts:
             agent=self.agent, artifact_id=artifact_id, number=versions.check_number(number)
         )
 
-    def diff(self, artifact_id: str, number: int, *, from_: int | None = None) -> dict[str, Any]:
+    def diff(self, artifact_id: str, number: int, *, from_: int | None = None) -> JSONObject:
         """``{"from", "to", "fields", "data"}``: changed top-level fields and an RFC 6902 patch
         from ``from_``'s data (default: the version before ``number``) to ``number``'s."""
         return versions.versions_diff(
@@ -151,7 +162,7 @@ class Artifacts:
         """Create a session of this agent; answers its id (generated when ``id`` is None)."""
         return services.session_create(agent=self.agent, sid=id, owner=owner).sid
 
-    def tool(self, format: str = "anthropic") -> dict[str, Any]:
+    def tool(self, format: str = "anthropic") -> JSONObject:
         """The model-facing ``tag_artifact`` tool: ``anthropic``, ``openai`` or ``openai-responses``.
 
         Raises ``ArtifactError`` (``tool_not_offered``) when the agent offers no built-in tool.
@@ -162,7 +173,7 @@ class Artifacts:
 
     def run_tool(
         self,
-        input: Any,
+        input: JSON,
         *,
         session_id: str | None = _UNSET,
         turn_id: str | None = _UNSET,
@@ -188,7 +199,7 @@ class Artifacts:
             raise
         return tool.ToolResult.tagged(result.record, result.created)
 
-    async def arun_tool(self, input: Any, **kwargs: Any) -> ToolResult:
+    async def arun_tool(self, input: JSON, **kwargs: str | None) -> ToolResult:
         return await sync_to_async(self.run_tool)(input, **kwargs)
 
     async def atag(self, **kwargs: Any) -> ArtifactRecord:
@@ -209,10 +220,10 @@ class Artifacts:
     async def aversion(self, artifact_id: str, number: int) -> ArtifactRecord:
         return await sync_to_async(self.version)(artifact_id, number)
 
-    async def adiff(self, artifact_id: str, number: int, **kwargs: Any) -> dict[str, Any]:
+    async def adiff(self, artifact_id: str, number: int, **kwargs: int | None) -> JSONObject:
         return await sync_to_async(self.diff)(artifact_id, number, **kwargs)
 
-    async def arestore(self, artifact_id: str, number: int, **kwargs: Any) -> ArtifactRecord:
+    async def arestore(self, artifact_id: str, number: int, **kwargs: str | None) -> ArtifactRecord:
         return await sync_to_async(self.restore)(artifact_id, number, **kwargs)
 
     async def apin(self, artifact_id: str) -> ArtifactRecord:

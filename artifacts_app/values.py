@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
 
 import orjson
 
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSON, JSONObject
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
@@ -58,7 +58,7 @@ def text_problem(value: str) -> str | None:
     return None
 
 
-def check_text(value: Any, *, field: str, code: str) -> None:
+def check_text(value: JSON, *, field: str, code: str) -> None:
     """Refuse (400 ``code``, naming ``field``) a string neither database can hold."""
     if isinstance(value, str):
         problem = text_problem(value)
@@ -71,7 +71,7 @@ def check_text(value: Any, *, field: str, code: str) -> None:
 # --- JSON values -------------------------------------------------------------------------------
 
 
-def _scalar_problem(value: Any) -> str | None:
+def _scalar_problem(value: JSON) -> str | None:
     if value is None or value is True or value is False:
         return None
     if isinstance(value, str):
@@ -123,7 +123,7 @@ def _depth_ok_bytes(raw: bytes, max_depth: int) -> bool:
     return not brackets
 
 
-def _fast_ok(value: Any, max_depth: int) -> bytes | None:
+def _fast_ok(value: JSON, max_depth: int) -> bytes | None:
     """The common case at C speed: orjson's own encoding (which refuses lone surrogates, keys
     that are not strings, other types and integers past 64 bits unsigned), then filters for NUL,
     NaN/Infinity (orjson writes them as null), long integers, large exponents and depth. Answers
@@ -143,7 +143,7 @@ def _fast_ok(value: Any, max_depth: int) -> bytes | None:
     return encoded
 
 
-def _step(path: str, key: Any) -> str:
+def _step(path: str, key: str | int) -> str:
     if isinstance(key, int):
         return f"{path}[{key}]"
     if isinstance(key, str) and _NAME.fullmatch(key):
@@ -154,9 +154,9 @@ def _step(path: str, key: Any) -> str:
     return f"{path}[{shown}]"
 
 
-def _first_problem(value: Any, root: str, max_depth: int) -> tuple[str, str] | None:
+def _first_problem(value: JSON, root: str, max_depth: int) -> tuple[str, str] | None:
     # Depth first, in document order, so that the path named is the first a reader would find.
-    stack: list[tuple[Any, int, str]] = [(value, 0, root)]
+    stack: list[tuple[JSON, int, str]] = [(value, 0, root)]
     while stack:
         item, depth, path = stack.pop()
         if isinstance(item, dict):
@@ -185,7 +185,7 @@ def _first_problem(value: Any, root: str, max_depth: int) -> tuple[str, str] | N
 
 
 def value_problem(
-    value: Any, *, root: str = "data", max_depth: int = MAX_DEPTH
+    value: JSON, *, root: str = "data", max_depth: int = MAX_DEPTH
 ) -> tuple[str, str] | None:
     """The first thing in ``value`` that both databases cannot hold: (path, what), or None."""
     if _fast_ok(value, max_depth) is not None:
@@ -193,7 +193,7 @@ def value_problem(
     return _first_problem(value, root, max_depth)
 
 
-def check_value(value: Any, *, field: str = "data", code: str = "invalid_data") -> bytes:
+def check_value(value: JSON, *, field: str = "data", code: str = "invalid_data") -> bytes:
     """Refuse (400 ``code``) a value that SQLite or PostgreSQL could not store and give back;
     answers its JSON encoding, so that a caller measuring its size need not encode it again.
 
@@ -214,7 +214,7 @@ def check_value(value: Any, *, field: str = "data", code: str = "invalid_data") 
 
 def json_loads(
     raw: bytes | bytearray | memoryview | str, *, what: str = "The body", field: str | None = None
-) -> Any:
+) -> JSON:
     """Parse JSON text the one way: orjson (strict UTF-8, no NaN/Infinity, no lone surrogates),
     at most ``MAX_DEPTH`` + 2 levels (room for the envelope around ``data``).
 
@@ -222,7 +222,7 @@ def json_loads(
     ``details`` when the JSON is one field of a larger request (the multipart ``record`` part, the
     tool's ``input``).
     """
-    details: dict[str, Any] = {} if field is None else {"field": field}
+    details: JSONObject = {} if field is None else {"field": field}
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -8,11 +8,11 @@ root, and the union over kinds sits inside it. Each branch fixes its ``kind`` an
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from artifacts_app import tag_input
 from artifacts_app.errors import ArtifactError, NotFoundError
-from artifacts_app.registry import TOOL_NAME, AgentSpec
+from artifacts_app.jsontypes import JSONObject
+from artifacts_app.registry import TOOL_NAME, AgentSpec, Kind
 from artifacts_app.tool.schema import Strictifier, data_schema
 
 FORMATS = ("anthropic", "openai", "openai-responses")
@@ -33,10 +33,10 @@ def description(spec: AgentSpec) -> str:
     )
 
 
-def _branch(name: str, kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
+def _branch(name: str, kind: Kind, defs: JSONObject) -> JSONObject:
     # The fields are tag_input's for the model: ``kind`` and ``data`` are this kind's, any other
     # is text or null, worded for the model. Every one is required (strict mode wants them all).
-    properties: dict[str, Any] = {}
+    properties: JSONObject = {}
     for field in tag_input.MODEL_FIELDS:
         if field.name == "kind":
             properties["kind"] = {"type": "string", "enum": [name]}
@@ -57,20 +57,20 @@ def _branch(name: str, kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-_cache: dict[tuple[str, str, int], tuple[dict[str, Any], list[str]]] = {}
+_cache: dict[tuple[str, str, int], tuple[JSONObject, list[str]]] = {}
 
 
-def input_schema_and_open_objects(spec: AgentSpec) -> tuple[dict[str, Any], list[str]]:
+def input_schema_and_open_objects(spec: AgentSpec) -> tuple[JSONObject, list[str]]:
     """The tool's input schema, and the paths of objects that could not be closed (dict fields)."""
     # Kinds declared over HTTP are named by their declaration's hash, code's by their module.
     cache_key = (spec.slug, spec.module or spec.declaration, id(spec.kinds))
     cached = _cache.get(cache_key)
     if cached is not None:
         return copy.deepcopy(cached[0]), list(cached[1])
-    defs: dict[str, Any] = {}
+    defs: JSONObject = {}
     branches = [_branch(name, kind, defs) for name, kind in sorted(spec.kinds.items())]
-    artifact: dict[str, Any] = branches[0] if len(branches) == 1 else {"anyOf": branches}
-    schema: dict[str, Any] = {
+    artifact: JSONObject = branches[0] if len(branches) == 1 else {"anyOf": branches}
+    schema: JSONObject = {
         "type": "object",
         "properties": {"artifact": artifact},
         "required": ["artifact"],
@@ -86,7 +86,7 @@ def input_schema_and_open_objects(spec: AgentSpec) -> tuple[dict[str, Any], list
     return copy.deepcopy(schema), list(strict.open_objects)
 
 
-def input_schema(spec: AgentSpec) -> dict[str, Any]:
+def input_schema(spec: AgentSpec) -> JSONObject:
     return input_schema_and_open_objects(spec)[0]
 
 
@@ -105,7 +105,7 @@ def require_tool(spec: AgentSpec) -> None:
     )
 
 
-def tool_definition(spec: AgentSpec, format: str | None = None) -> dict[str, Any]:
+def tool_definition(spec: AgentSpec, format: str | None = None) -> JSONObject:
     """The tool in a provider's shape: ``anthropic`` (default), ``openai`` (Chat Completions
     function tool, strict) or ``openai-responses`` (Responses API function tool, strict)."""
     require_tool(spec)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import ValidationError
 
 from artifacts_app import tag_input
 from artifacts_app.errors import ArtifactError, SchemaInvalidError
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.records import ArtifactRecord
-from artifacts_app.registry import AgentSpec
+from artifacts_app.registry import AgentSpec, Kind
 from artifacts_app.tool.schema import strip_defaulted_nulls
 from artifacts_app.values import json_loads
 
@@ -44,7 +44,7 @@ class ToolInputError(ArtifactError):
         self,
         message: str,
         field: str,
-        details: dict[str, Any] | None = None,
+        details: JSONObject | None = None,
         code: str = "tool_input_invalid",
         status: int = 400,
     ) -> None:
@@ -55,12 +55,12 @@ class ToolInputError(ArtifactError):
 @dataclass(frozen=True)
 class ToolCall:
     kind: str
-    key: Any
-    title: Any
-    data: Any
+    key: JSON
+    title: JSON
+    data: JSON
 
 
-def _loads(raw: str | bytes) -> Any:
+def _loads(raw: str | bytes) -> JSON:
     # The one parser (values.json_loads), as for every JSON body: NaN, Infinity, lone surrogates
     # and runaway nesting are refused here as in REST, never handed to the standard library.
     try:
@@ -71,7 +71,7 @@ def _loads(raw: str | bytes) -> Any:
         ) from None
 
 
-def parse_call(spec: AgentSpec, tool_input: Any) -> ToolCall:
+def parse_call(spec: AgentSpec, tool_input: JSON) -> ToolCall:
     """The kind, key, title and parsed data of a model's call; refusals name the field."""
     if isinstance(tool_input, (str, bytes)):
         tool_input = _loads(tool_input)
@@ -119,7 +119,7 @@ def parse_call(spec: AgentSpec, tool_input: Any) -> ToolCall:
     return ToolCall(kind=kind, key=key, title=title, data=data)
 
 
-def _expected(kind: Any) -> str:
+def _expected(kind: Kind) -> str:
     schema = kind.json_schema()
     if schema is None:
         return "any JSON value, such as a string"
@@ -183,7 +183,7 @@ class ToolResult:
     record: ArtifactRecord | None = None
     created: bool = False
     code: str | None = None
-    details: Any = None
+    details: JSON = None
 
     @classmethod
     def tagged(cls, record: ArtifactRecord, created: bool) -> ToolResult:
@@ -196,15 +196,15 @@ class ToolResult:
         )
 
     @classmethod
-    def refused(cls, code: str, message: str, details: Any = None) -> ToolResult:
+    def refused(cls, code: str, message: str, details: JSON = None) -> ToolResult:
         return cls(ok=False, content=f"Not tagged: {message}", code=code, details=details)
 
     @property
     def is_error(self) -> bool:
         return not self.ok
 
-    def anthropic(self, tool_use_id: str) -> dict[str, Any]:
-        block: dict[str, Any] = {
+    def anthropic(self, tool_use_id: str) -> JSONObject:
+        block: JSONObject = {
             "type": "tool_result",
             "tool_use_id": tool_use_id,
             "content": self.content,
@@ -213,14 +213,14 @@ class ToolResult:
             block["is_error"] = True
         return block
 
-    def openai(self, tool_call_id: str) -> dict[str, Any]:
+    def openai(self, tool_call_id: str) -> JSONObject:
         return {"role": "tool", "tool_call_id": tool_call_id, "content": self.content}
 
-    def openai_responses(self, call_id: str) -> dict[str, Any]:
+    def openai_responses(self, call_id: str) -> JSONObject:
         return {"type": "function_call_output", "call_id": call_id, "output": self.content}
 
 
-def is_model_error(status: int, details: Any) -> bool:
+def is_model_error(status: int, details: JSON) -> bool:
     """Whether a refusal of a tool call is the model's to fix (it names a field of the input)."""
     field = details.get("field") if isinstance(details, dict) else None
     return (

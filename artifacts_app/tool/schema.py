@@ -21,7 +21,8 @@ from __future__ import annotations
 import copy
 import json
 import re
-from typing import Any
+
+from artifacts_app.jsontypes import JSON, JSONObject
 
 # Keywords that describe or constrain and that OpenAI strict mode refuses; the hint is kept as words.
 _HINTED = {
@@ -64,7 +65,7 @@ _NAME_RE = re.compile(r"[^A-Za-z0-9_]+")
 class _Inliner:
     """Inlines every ``$ref`` of one kind's schema; recursive models become prefixed ``$defs``."""
 
-    def __init__(self, defs: dict[str, Any], prefix: str, out_defs: dict[str, Any]) -> None:
+    def __init__(self, defs: JSONObject, prefix: str, out_defs: JSONObject) -> None:
         self.defs = defs
         self.prefix = prefix
         self.out_defs = out_defs
@@ -74,7 +75,7 @@ class _Inliner:
     def name(self, ref_name: str) -> str:
         return _NAME_RE.sub("_", f"{self.prefix}__{ref_name}")
 
-    def walk(self, node: Any) -> Any:
+    def walk(self, node: JSON) -> JSON:
         if isinstance(node, list):
             return [self.walk(item) for item in node]
         if not isinstance(node, dict):
@@ -92,7 +93,7 @@ class _Inliner:
                 self.out_defs.setdefault(self.name(ref_name), target)
             merged = {**target, **{k: self.walk(v) for k, v in siblings.items()}}
             return merged
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for key, value in node.items():
             if key == "$defs":
                 continue
@@ -103,7 +104,7 @@ class _Inliner:
         return out
 
 
-def _refs_in(node: Any) -> set[str]:
+def _refs_in(node: JSON) -> set[str]:
     found: set[str] = set()
     if isinstance(node, dict):
         ref = node.get("$ref")
@@ -117,7 +118,7 @@ def _refs_in(node: Any) -> set[str]:
     return found
 
 
-def _recursive_defs(defs: dict[str, Any]) -> set[str]:
+def _recursive_defs(defs: JSONObject) -> set[str]:
     """Names of defs that reach themselves through references."""
     graph = {name: _refs_in(schema) for name, schema in defs.items()}
     recursive = set()
@@ -135,7 +136,7 @@ def _recursive_defs(defs: dict[str, Any]) -> set[str]:
     return recursive
 
 
-def allows_null(schema: Any) -> bool:
+def allows_null(schema: JSON) -> bool:
     if not isinstance(schema, dict) or not schema:
         return True  # {} accepts anything
     kind = schema.get("type")
@@ -148,7 +149,7 @@ def allows_null(schema: Any) -> bool:
     return any(allows_null(branch) for branch in schema.get("anyOf", []) + schema.get("oneOf", []))
 
 
-def nullable(schema: dict[str, Any]) -> dict[str, Any]:
+def nullable(schema: JSONObject) -> JSONObject:
     """``schema`` that also accepts ``null``."""
     if allows_null(schema):
         return schema
@@ -165,7 +166,7 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return {**annotations, "anyOf": [inner, {"type": "null"}]}
 
 
-def _describe(schema: dict[str, Any], words: list[str]) -> dict[str, Any]:
+def _describe(schema: JSONObject, words: list[str]) -> JSONObject:
     if not words:
         return schema
     text = "; ".join(words)
@@ -182,13 +183,13 @@ class Strictifier:
     def __init__(self) -> None:
         self.open_objects: list[str] = []
 
-    def walk(self, node: Any, path: str = "") -> Any:
+    def walk(self, node: JSON, path: str = "") -> JSON:
         if isinstance(node, list):
             return [self.walk(item, path) for item in node]
         if not isinstance(node, dict):
             return node
         words: list[str] = []
-        out: dict[str, Any] = {}
+        out: JSONObject = {}
         for key, value in node.items():
             if key in _DROPPED:
                 if key == "default" and value is not None:
@@ -246,7 +247,7 @@ class Strictifier:
         return _describe(out, words)
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: JSON) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -262,9 +263,7 @@ def _json_type(value: Any) -> str:
     return "object"
 
 
-def data_schema(
-    kind_name: str, json_schema: dict[str, Any] | None, out_defs: dict[str, Any]
-) -> Any:
+def data_schema(kind_name: str, json_schema: JSONObject | None, out_defs: JSONObject) -> JSON:
     """The ``data`` branch of one kind, inlined and strict (not yet strictified: see ``build``)."""
     if json_schema is None:
         # A kind without a schema takes any JSON but null; strict mode cannot say "any", so the
@@ -275,7 +274,7 @@ def data_schema(
     return _Inliner(defs, kind_name, out_defs).walk(schema)
 
 
-def strip_defaulted_nulls(schema: Any, data: Any, defs: dict[str, Any] | None = None) -> Any:
+def strip_defaulted_nulls(schema: JSON, data: JSON, defs: JSONObject | None = None) -> JSON:
     """Undo ``nullable`` on *pydantic's* schema: drop ``null`` where the field was optional and
     does not itself accept null, so that pydantic applies the field's default."""
     if defs is None:
@@ -313,7 +312,7 @@ def strip_defaulted_nulls(schema: Any, data: Any, defs: dict[str, Any] | None = 
     return data
 
 
-def _resolve(schema: Any, defs: dict[str, Any]) -> Any:
+def _resolve(schema: JSON, defs: JSONObject) -> JSON:
     seen = 0
     while isinstance(schema, dict) and "$ref" in schema and seen < 50:
         target = defs.get(str(schema["$ref"]).split("/")[-1], {})
@@ -329,7 +328,7 @@ def _resolve(schema: Any, defs: dict[str, Any]) -> Any:
     return schema
 
 
-def _object_branch(schema: dict[str, Any], data: dict[str, Any], defs: dict[str, Any]) -> Any:
+def _object_branch(schema: JSONObject, data: JSONObject, defs: JSONObject) -> JSONObject | None:
     if "properties" in schema or schema.get("type") == "object":
         return schema
     candidates = []
@@ -347,7 +346,7 @@ def _object_branch(schema: dict[str, Any], data: dict[str, Any], defs: dict[str,
     return candidates[0] if candidates else None
 
 
-def _fixed_fields_match(branch: dict[str, Any], data: dict[str, Any], defs: dict[str, Any]) -> bool:
+def _fixed_fields_match(branch: JSONObject, data: JSONObject, defs: JSONObject) -> bool:
     """A tagged union's branches share keys; their literal fields tell them apart."""
     for key, prop in branch.get("properties", {}).items():
         prop = _resolve(prop, defs)

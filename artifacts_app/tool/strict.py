@@ -10,9 +10,8 @@ What the Strictifier can word into a description (``minLength``…) or drop as a
 
 from __future__ import annotations
 
-from typing import Any
-
 from artifacts_app.jsonschemas import SchemaProblem
+from artifacts_app.jsontypes import JSON, JSONObject
 
 # Keywords the tool carries as they are, or as the Strictifier rewrites them.
 _CARRIED = frozenset(
@@ -68,14 +67,14 @@ MAX_INLINED = 10_000
 
 
 class _Check:
-    def __init__(self, root: dict[str, Any]) -> None:
+    def __init__(self, root: JSONObject) -> None:
         defs = root.get("$defs")
-        self.defs: dict[str, Any] = defs if isinstance(defs, dict) else {}
+        self.defs: JSONObject = defs if isinstance(defs, dict) else {}
         self.following: list[str] = []
         self.properties = 0
         self.inlined = 0
 
-    def refuse(self, what: str, at: list[Any]) -> SchemaProblem:
+    def refuse(self, what: str, at: list[str | int]) -> SchemaProblem:
         where = ".".join(str(p) for p in at) or "(root)"
         return SchemaProblem(
             f"the tag_artifact tool cannot express {what} at {where} in OpenAI strict mode; "
@@ -83,7 +82,7 @@ class _Check:
             at,
         )
 
-    def node(self, node: Any, at: list[Any], depth: int, root: bool = False) -> None:
+    def node(self, node: JSON, at: list[str | int], depth: int, root: bool = False) -> None:
         if not isinstance(node, dict):
             raise self.refuse(f"the boolean schema `{json_bool(node)}`", at)
         self.inlined += 1
@@ -113,7 +112,7 @@ class _Check:
             self.node(node["items"], [*at, "items"], depth)
         self.object(node, at, depth)
 
-    def object(self, node: dict[str, Any], at: list[Any], depth: int) -> None:
+    def object(self, node: JSONObject, at: list[str | int], depth: int) -> None:
         extra = node.get("additionalProperties", False)
         if extra is not False:
             raise self.refuse("an open object (`additionalProperties` other than false)", at)
@@ -129,7 +128,7 @@ class _Check:
         for name, sub in props.items():
             self.node(sub, [*at, "properties", name], depth + 1)
 
-    def reference(self, ref: Any, at: list[Any], depth: int) -> None:
+    def reference(self, ref: JSON, at: list[str | int], depth: int) -> None:
         name = ref[len("#/$defs/") :] if isinstance(ref, str) and ref.startswith("#/$defs/") else ""
         if not name or "/" in name or name not in self.defs:
             raise self.refuse(
@@ -145,11 +144,11 @@ class _Check:
             self.following.pop()
 
 
-def json_bool(value: Any) -> str:
+def json_bool(value: JSON) -> str:
     return "true" if value is True else "false" if value is False else repr(value)
 
 
-def strict_problem(schema: dict[str, Any]) -> None:
+def strict_problem(schema: JSONObject) -> None:
     """Refuse (``SchemaProblem``) a kind's JSON Schema that the tool cannot offer in strict mode."""
     try:
         _Check(schema).node(schema, [], DATA_DEPTH, root=True)
