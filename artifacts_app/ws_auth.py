@@ -12,7 +12,8 @@ the close code is 4408, "too many attempts" — a refusal, not 4429's "reconnect
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
 from urllib.parse import urlsplit
 
 from asgiref.sync import sync_to_async
@@ -28,8 +29,16 @@ from artifacts_app.errors import TooManyAttemptsError
 # Too many failed authentications from this address (the reason says for how long): not retried.
 TOO_MANY_ATTEMPTS = 4408
 
+# The ASGI shapes these wrappers pass on (Channels ships no types): a scope and a message are dicts
+# of whatever the server and the middleware put in them.
+Scope: TypeAlias = dict[str, Any]
+Message: TypeAlias = dict[str, Any]
+Receive: TypeAlias = Callable[[], Awaitable[Message]]
+Send: TypeAlias = Callable[[Message], Awaitable[None]]
+App: TypeAlias = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-def _header(scope: dict[str, Any], name: bytes) -> str | None:
+
+def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers", ()):
         if key.lower() == name:
             return value.decode("latin-1")
@@ -47,7 +56,7 @@ def origin_allowed(origin: str | None) -> bool:
     return validate_host(host, settings.ALLOWED_HOSTS)
 
 
-async def _failed(scope: dict[str, Any], refusal: tuple[int, str]) -> tuple[int, str]:
+async def _failed(scope: Scope, refusal: tuple[int, str]) -> tuple[int, str]:
     """The refusal of credentials that did not authenticate, counted (``throttle``; a cache
     round trip at scale, off the event loop)."""
     address = throttle.scope_address(scope)
@@ -58,7 +67,7 @@ async def _failed(scope: dict[str, Any], refusal: tuple[int, str]) -> tuple[int,
     return refusal
 
 
-async def resolve(scope: dict[str, Any]) -> tuple[access.Caller, tuple[int, str] | None]:
+async def resolve(scope: Scope) -> tuple[access.Caller, tuple[int, str] | None]:
     header = _header(scope, b"authorization")
     if header is not None:
         if access.bearer_token(header) is None:
@@ -78,10 +87,10 @@ async def resolve(scope: dict[str, Any]) -> tuple[access.Caller, tuple[int, str]
 class BearerAuthMiddleware:
     """Sets ``scope["artifacts_caller"]`` and ``scope["artifacts_refusal"]``."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: App) -> None:
         self.inner = inner
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         caller, refusal = await resolve(scope)
         scope = {**scope, CALLER: caller, REFUSAL: refusal}
         return await self.inner(scope, receive, send)
@@ -91,13 +100,13 @@ class UnavailableGuard:
     """A database that fails while the caller is resolved (the session cookie's user, a bearer
     token) closes the handshake with 4503 (consumers.py), as a failure later on does."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: App) -> None:
         self.inner = inner
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> Any:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sent = False
 
-        async def tracked_send(message: dict[str, Any]) -> None:
+        async def tracked_send(message: Message) -> None:
             nonlocal sent
             sent = True
             await send(message)
@@ -113,6 +122,6 @@ class UnavailableGuard:
             )
 
 
-def WsAuthStack(inner: Any) -> Any:
+def WsAuthStack(inner: App) -> UnavailableGuard:
     """Cookie session + user (Channels), then bearer tokens and the origin rule (ours)."""
     return UnavailableGuard(AuthMiddlewareStack(BearerAuthMiddleware(inner)))

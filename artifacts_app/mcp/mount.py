@@ -31,6 +31,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from starlette.types import ASGIApp, Receive, Send
 
 from artifacts_app import access, selectors, throttle
 from artifacts_app.errors import ArtifactError, TooManyAttemptsError, UnauthenticatedError
@@ -48,10 +49,12 @@ IDLE_TIMEOUT = 30 * 60
 class McpMount:
     """ASGI: ``/<slug>/mcp`` to the MCP server, every other request to ``inner``."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: ASGIApp) -> None:
         self.inner = inner
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    # ``send: Any``: the site's server sends dict messages and the SDK's ASGI type takes any mutable
+    # mapping; no one type fits both without a cast.
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Any) -> None:
         if scope["type"] == "http":
             match = PATH.match(scope.get("path", ""))
             if match is not None and match["slug"] not in RESERVED_SLUGS:
@@ -61,7 +64,7 @@ class McpMount:
 
 
 async def envelope(
-    send: Any,
+    send: Send,
     status: int,
     code: str,
     message: str,
@@ -127,7 +130,7 @@ def resolve(slug: str, authorization: bytes | None, address: str) -> tuple[Agent
     return agent, caller
 
 
-async def serve(slug: str, scope: dict[str, Any], receive: Any, send: Any) -> None:
+async def serve(slug: str, scope: dict[str, Any], receive: Receive, send: Any) -> None:
     host = (_header(scope, b"host") or b"").decode("latin-1")
     if not _host_allowed(host):
         await envelope(

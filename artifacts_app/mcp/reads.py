@@ -11,10 +11,10 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from artifacts_app import access, blobs, media, selectors
 from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.names import ARTIFACT_ID_PATTERN
 from artifacts_app.records import ArtifactRecord, media_type
@@ -97,7 +97,7 @@ def record_json(record: ArtifactRecord, base_url: str, slug: str, *, versioned: 
     return wire
 
 
-def resource_of(record: ArtifactRecord, slug: str) -> dict[str, Any]:
+def resource_of(record: ArtifactRecord, slug: str) -> JSONObject:
     """A resources/list entry (``mcp_types.Resource`` fields)."""
     name = record.title or record.key or record.id
     what = f"{record.kind} artifact, version {record.version}"
@@ -172,7 +172,7 @@ def _text(raw: bytes, charset: str | None) -> str | None:
 class Contents:
     """What resources/read answers: the record as JSON, then the content inline or its link."""
 
-    record: dict[str, Any]
+    record: JSONObject
     content_uri: str | None = None
     content_type: str | None = None
     text: str | None = None
@@ -216,7 +216,7 @@ def read_contents(
     )
 
 
-def check_text_arg(arguments: dict[str, Any], name: str) -> str | None:
+def check_text_arg(arguments: JSONObject, name: str) -> str | None:
     """An optional string argument of a tool, or a refusal naming it."""
     value = arguments.get(name)
     if value is None or isinstance(value, str):

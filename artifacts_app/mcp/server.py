@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeAlias, TypeVar
 
 import mcp_types as types
 import orjson
@@ -27,6 +28,7 @@ from channels.db import database_sync_to_async
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import (
     SUBSCRIPTION_ID_META_KEY,
@@ -34,9 +36,11 @@ from mcp.shared.subscriptions import (
     ResourceUpdated,
     event_to_notification,
 )
+from starlette.requests import Request
 
 from agent_site.adapters.mcp import session_connection
 from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.mcp import reads, tools
 from artifacts_app.mcp.call import CALL, Call
 from artifacts_app.mcp.watch import Watch
@@ -46,8 +50,16 @@ log = logging.getLogger(__name__)
 RESOURCE_NOT_FOUND = -32002  # the MCP spec's code for resources/read of an unknown URI
 WATCH = "artifacts_watch"  # a 2025-era connection's Watch, in its connection state
 
+# The handlers' context: the SDK's default lifespan state (an empty dict, unread here) and the
+# HTTP request both streamable-HTTP transports attach (its scope carries our ``Call``).
+Lifespan: TypeAlias = dict[str, object]
+Context: TypeAlias = ServerRequestContext[Lifespan, Request]
 
-def _call(ctx: ServerRequestContext[Any, Any]) -> Call:
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+
+
+def _call(ctx: Context) -> Call:
     request = ctx.request
     call = request.scope.get(CALL) if request is not None else None
     if call is None:  # only our door leads here; a request without it is a wiring bug
@@ -60,7 +72,7 @@ def _error(error: ArtifactError) -> MCPError:
     return MCPError(code, error.message, error.as_envelope()["error"])
 
 
-async def _sync(function: Any, *args: Any, **kwargs: Any) -> Any:
+async def _sync(function: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
     # Worker threads, not the one shared sync thread: MCP requests do not queue behind each other.
     try:
         return await database_sync_to_async(function, thread_sensitive=False)(*args, **kwargs)
@@ -72,7 +84,7 @@ async def _sync(function: Any, *args: Any, **kwargs: Any) -> Any:
 
 
 async def list_resources(
-    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ctx: Context, params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     call = _call(ctx)
     cursor = params.cursor if params is not None else None
@@ -88,7 +100,7 @@ async def list_resources(
 
 
 async def list_templates(
-    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ctx: Context, params: types.PaginatedRequestParams | None
 ) -> types.ListResourceTemplatesResult:
     slug = _call(ctx).agent.slug
     return types.ListResourceTemplatesResult.model_validate(
@@ -113,7 +125,7 @@ async def list_templates(
 
 
 async def read_resource(
-    ctx: ServerRequestContext[Any, Any], params: types.ReadResourceRequestParams
+    ctx: Context, params: types.ReadResourceRequestParams
 ) -> types.ReadResourceResult:
     call = _call(ctx)
     uri = str(params.uri)
@@ -122,7 +134,7 @@ async def read_resource(
     except ArtifactError as error:
         raise _error(error) from None
     _, found = await _sync(reads.read_contents, call.agent, call.caller, target, call.base_url)
-    contents: list[dict[str, Any]] = [
+    contents: list[JSONObject] = [
         {"uri": uri, "mimeType": "application/json", "text": orjson.dumps(found.record).decode()}
     ]
     if found.text is not None:
@@ -143,16 +155,14 @@ async def read_resource(
 
 
 async def list_tools(
-    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ctx: Context, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
     call = _call(ctx)
     found = await _sync(tools.definitions, call)
     return types.ListToolsResult.model_validate({"tools": found})
 
 
-async def call_tool(
-    ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-) -> types.CallToolResult:
+async def call_tool(ctx: Context, params: types.CallToolRequestParams) -> types.CallToolResult:
     call = _call(ctx)
     result = await _sync(tools.run, call, params.name, dict(params.arguments or {}))
     return types.CallToolResult.model_validate(result)
@@ -161,13 +171,13 @@ async def call_tool(
 # --- notifications -----------------------------------------------------------------------------
 
 
-def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+def _connection(ctx: Context) -> Connection | None:
     # The per-client Connection (state, exit_stack, the standalone stream): the SDK keeps it on
     # the request's session without exposing it (agent_site.adapters.mcp).
     return session_connection(ctx.session)
 
 
-async def _legacy_watch(ctx: ServerRequestContext[Any, Any], call: Call) -> Watch | None:
+async def _legacy_watch(ctx: Context, call: Call) -> Watch | None:
     """A 2025-era session's watch, started on first use; None on the 2026 wire (no session)."""
     connection = _connection(ctx)
     if connection is None or connection.session_id is None:
@@ -197,9 +207,7 @@ async def _forward(watch: Watch, connection: Connection) -> None:
             await connection.send_resource_list_changed()
 
 
-async def subscribe(
-    ctx: ServerRequestContext[Any, Any], params: types.SubscribeRequestParams
-) -> types.EmptyResult:
+async def subscribe(ctx: Context, params: types.SubscribeRequestParams) -> types.EmptyResult:
     call = _call(ctx)
     target = await _readable(call, str(params.uri))
     watch = await _legacy_watch(ctx, call)
@@ -208,9 +216,7 @@ async def subscribe(
     return types.EmptyResult()
 
 
-async def unsubscribe(
-    ctx: ServerRequestContext[Any, Any], params: types.UnsubscribeRequestParams
-) -> types.EmptyResult:
+async def unsubscribe(ctx: Context, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
     call = _call(ctx)
     connection = _connection(ctx)
     watch = connection.state.get(WATCH) if connection is not None else None
@@ -233,13 +239,13 @@ async def _readable(call: Call, uri: str) -> reads.Target:
 
 
 async def listen(
-    ctx: ServerRequestContext[Any, Any], params: types.SubscriptionsListenRequestParams
+    ctx: Context, params: types.SubscriptionsListenRequestParams
 ) -> types.SubscriptionsListenResult:
     """``subscriptions/listen`` (2026-07-28): acknowledge, then stream the watch's signals."""
     call = _call(ctx)
     wanted = params.notifications
     ids = [(await _readable(call, uri)).artifact_id for uri in wanted.resource_subscriptions or ()]
-    meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
+    meta: JSONObject = {SUBSCRIPTION_ID_META_KEY: ctx.request_id}
     honored = types.SubscriptionFilter(
         resources_list_changed=True if wanted.resources_list_changed else None,
         resource_subscriptions=list(wanted.resource_subscriptions or ()) or None,
@@ -276,16 +282,16 @@ async def listen(
         watch.leave()
 
 
-class _Server(Server[Any]):
-    def create_initialization_options(self, *args: Any, **kwargs: Any) -> Any:
+class _Server(Server[Lifespan]):
+    def create_initialization_options(self, *args: Any, **kwargs: Any) -> InitializationOptions:
         # Advertise list_changed on the 2025 wire too: the session's watch sends it.
         if not args and "notification_options" not in kwargs:
             kwargs["notification_options"] = NotificationOptions(resources_changed=True)
         return super().create_initialization_options(*args, **kwargs)
 
 
-def build_server() -> Server[Any]:
-    server: Server[Any] = _Server(
+def build_server() -> Server[Lifespan]:
+    server: Server[Lifespan] = _Server(
         "agent-artifacts",
         version="1",
         instructions=(

@@ -14,12 +14,11 @@ it.
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 
 from artifacts_app import access, services, tool
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSONObject
 from artifacts_app.mcp import reads
 from artifacts_app.mcp.call import Call
 from artifacts_app.registry import TOOL_NAME, spec_for
@@ -29,7 +28,7 @@ from artifacts_app.values import check_text
 LIST, READ = "list_artifacts", "read_artifact"
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
-RECORD_SCHEMA: dict[str, Any] = {
+RECORD_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "id": {"type": "string"},
@@ -57,7 +56,7 @@ RECORD_SCHEMA: dict[str, Any] = {
     },
     "required": ["id", "kind", "data", "source", "version", "pinned", "createdAt", "updatedAt"],
 }
-PAGE_SCHEMA: dict[str, Any] = {
+PAGE_SCHEMA: JSONObject = {
     "type": "object",
     "properties": {
         "results": {"type": "array", "items": RECORD_SCHEMA},
@@ -70,7 +69,7 @@ PAGE_SCHEMA: dict[str, Any] = {
 }
 
 
-def definitions(call: Call) -> list[dict[str, Any]]:
+def definitions(call: Call) -> list[JSONObject]:
     """The tools/list entries (``mcp_types.Tool`` fields) for this agent."""
     found = [
         {
@@ -136,7 +135,7 @@ def definitions(call: Call) -> list[dict[str, Any]]:
     return found
 
 
-def _unknown(arguments: dict[str, Any], allowed: set[str]) -> None:
+def _unknown(arguments: JSONObject, allowed: set[str]) -> None:
     extra = sorted(set(arguments) - allowed)
     if extra:
         raise ArtifactError(
@@ -146,7 +145,7 @@ def _unknown(arguments: dict[str, Any], allowed: set[str]) -> None:
         )
 
 
-def run(call: Call, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+def run(call: Call, name: str, arguments: JSONObject) -> JSONObject:
     """Run a tool; answers the result's fields (``mcp_types.CallToolResult``), refusals included."""
     try:
         if name == TOOL_NAME and spec_for(call.agent).tool_enabled:
@@ -166,7 +165,7 @@ def run(call: Call, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def refusal(error: ArtifactError) -> dict[str, Any]:
+def refusal(error: ArtifactError) -> JSONObject:
     """The result of a refused call: ``isError``, the envelope as the one text block, no
     ``structuredContent`` (the output schemas describe what a call answers, not refusals)."""
     return {
@@ -175,7 +174,7 @@ def refusal(error: ArtifactError) -> dict[str, Any]:
     }
 
 
-def _link(call: Call, record: dict[str, Any], uri: str) -> dict[str, Any]:
+def _link(call: Call, record: JSONObject, uri: str) -> JSONObject:
     return {
         "type": "resource_link",
         "uri": uri,
@@ -184,7 +183,7 @@ def _link(call: Call, record: dict[str, Any], uri: str) -> dict[str, Any]:
     }
 
 
-def _tag(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
+def _tag(call: Call, arguments: JSONObject) -> JSONObject:
     access.require(call.caller, call.agent, access.Action.TAG)
     result = services.tool_run(
         agent=call.agent, input=arguments, session_id=call.session_id, turn_id=call.turn_id
@@ -198,7 +197,7 @@ def _tag(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _list(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
+def _list(call: Call, arguments: JSONObject) -> JSONObject:
     _unknown(arguments, {"kind", "sessionId", "limit", "cursor"})
     limit = arguments.get("limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
@@ -227,7 +226,7 @@ def _list(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _read(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
+def _read(call: Call, arguments: JSONObject) -> JSONObject:
     _unknown(arguments, {"id", "version"})
     artifact_id = arguments.get("id")
     if not isinstance(artifact_id, str) or not artifact_id:
@@ -249,7 +248,7 @@ def _read(call: Call, arguments: dict[str, Any]) -> dict[str, Any]:
     target = reads.Target(artifact_id, number)
     record = reads.read_target(call.agent, call.caller, target)
     wire = reads.record_json(record, call.base_url, slug, versioned=number is not None)
-    content: list[dict[str, Any]] = [
+    content: list[JSONObject] = [
         {"type": "text", "text": f"{record.kind} artifact {record.id}, version {record.version}."},
         _link(call, wire, uri),
     ]

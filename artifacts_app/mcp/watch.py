@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from collections.abc import Iterable
 
 import orjson
 from channels.db import database_sync_to_async
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from artifacts_app import access, event_schema, fanout, selectors
 from artifacts_app.errors import ArtifactError
@@ -155,7 +155,7 @@ ENDING_GRACE = 1.0  # seconds the SDK has to end a stream as for a client that l
 
 
 async def serve_guarded(
-    grant: access.Grant, handle: Callable[..., Awaitable[None]], scope: Any, receive: Any, send: Any
+    grant: access.Grant, handle: ASGIApp, scope: Scope, receive: Receive, send: Send
 ) -> None:
     """Serve one MCP HTTP exchange with ``handle`` (the SDK's session manager). A GET — the
     session's standalone stream of server → client notifications — is guarded: once its
@@ -171,7 +171,7 @@ async def serve_guarded(
     hub.guard(exchange)
     started = finished = False
 
-    async def tracked_send(message: dict[str, Any]) -> None:
+    async def tracked_send(message: Message) -> None:
         nonlocal started, finished
         if message["type"] == "http.response.start":
             started = True
@@ -179,7 +179,7 @@ async def serve_guarded(
             finished = True
         await send(message)
 
-    async def guarded_receive() -> dict[str, Any]:
+    async def guarded_receive() -> Message:
         if exchange.ended.is_set():
             return {"type": "http.disconnect"}
         incoming = asyncio.ensure_future(receive())

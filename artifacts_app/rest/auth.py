@@ -7,10 +7,10 @@ A bearer credential that does not authenticate is counted against the client's a
 
 from __future__ import annotations
 
-from typing import Any
-
-from django.contrib.auth.models import AnonymousUser
+from django.contrib.auth.models import AbstractUser, AnonymousUser
+from django.http import HttpRequest
 from rest_framework import authentication, exceptions, status
+from rest_framework.request import Request
 
 from artifacts_app import throttle
 from artifacts_app.access import (
@@ -35,7 +35,7 @@ class TooManyAttempts(exceptions.APIException):
         self.wait = error.retry_after  # the exception handler's Retry-After
 
 
-def refuse_credentials(request: Any) -> exceptions.APIException:
+def refuse_credentials(request: Request | HttpRequest) -> exceptions.APIException:
     """The refusal of a bearer credential that did not authenticate, counted (``throttle``)."""
     try:
         throttle.failure(throttle.request_address(request))
@@ -47,7 +47,9 @@ def refuse_credentials(request: Any) -> exceptions.APIException:
 class BearerAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer <agent key | user token>``; ``request.auth`` is the ``Caller``."""
 
-    def authenticate(self, request: Any) -> tuple[Any, Caller] | None:
+    def authenticate(
+        self, request: Request | HttpRequest
+    ) -> tuple[AbstractUser | AnonymousUser, Caller] | None:
         header = request.META.get("HTTP_AUTHORIZATION")
         if bearer_token(header) is None:
             if header and header.strip().lower().startswith("bearer"):
@@ -58,11 +60,11 @@ class BearerAuthentication(authentication.BaseAuthentication):
             raise refuse_credentials(request)
         return (caller.user or AnonymousUser(), caller)
 
-    def authenticate_header(self, request: Any) -> str:
+    def authenticate_header(self, request: Request | HttpRequest) -> str:
         return 'Bearer realm="agent-artifacts"'
 
 
-def request_caller(request: Any) -> Caller:
+def request_caller(request: Request) -> Caller:
     """The caller of a DRF request: its bearer key or token, else its session user, else anonymous."""
     if isinstance(request.auth, Caller):
         return request.auth

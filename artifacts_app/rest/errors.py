@@ -23,10 +23,13 @@ from django.core.exceptions import (
 )
 from django.http import Http404, HttpResponse
 from rest_framework import exceptions
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from artifacts_app import faults
 from artifacts_app.errors import ArtifactError, NotFoundError, UnavailableError
+from artifacts_app.jsontypes import JSON, JSONObject
 
 log = logging.getLogger(__name__)
 
@@ -45,15 +48,15 @@ _DRF_CODES: dict[type, str] = {
 }
 
 
-def envelope(code: str, message: str, details: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
+def envelope(code: str, message: str, details: JSON = None) -> JSONObject:
+    error: JSONObject = {"code": code, "message": message}
     if details is not None:
         error["details"] = details
     return {"error": error}
 
 
 def error_response(
-    status: int, body: dict[str, Any], headers: dict[str, str] | None = None
+    status: int, body: JSONObject, headers: dict[str, str] | None = None
 ) -> HttpResponse:
     response = HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
     for name, value in (headers or {}).items():
@@ -61,12 +64,12 @@ def error_response(
     return response
 
 
-def _sentence(text: Any) -> str:
+def _sentence(text: object) -> str:
     text = str(text).strip()
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
-def _drf_envelope(exc: exceptions.APIException, request: Any) -> tuple[int, dict[str, Any]]:
+def _drf_envelope(exc: exceptions.APIException, request: Any) -> tuple[int, JSONObject]:
     code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), None)
     detail = exc.detail
     if isinstance(exc, exceptions.ValidationError):
@@ -143,12 +146,12 @@ class NotFoundView(APIView):
     permission_classes: list = []
     schema = None  # not a route
 
-    def get_content_negotiator(self) -> Any:
+    def get_content_negotiator(self) -> BaseContentNegotiation:
         from artifacts_app.rest.parsers import JSONOnlyNegotiation
 
         return JSONOnlyNegotiation()
 
-    def _missing(self, request: Any, *args: Any, **kwargs: Any) -> HttpResponse:
+    def _missing(self, request: Request, *args: Any, **kwargs: Any) -> HttpResponse:
         raise NotFoundError(
             "unknown_route",
             f"There is no route {request.path!r}; see /api/docs/ for the routes under /<slug>/v1/.",

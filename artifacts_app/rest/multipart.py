@@ -36,10 +36,11 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig, TooManyFieldsSent, TooManyFilesSent
+from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, SkipFile, StopFutureHandlers
 from django.http import QueryDict
 from django.http.multipartparser import MultiPartParser as DjangoMultiPartParser
@@ -53,6 +54,12 @@ READ_SIZE = 1024 * 1024  # per read of the body (daphne feeds it in pieces up to
 
 
 FIELD, FILE = "field", "file"  # what a part named in ``parts`` is
+
+
+class Readable(Protocol):
+    """A body read in pieces: DRF's stream, or the request itself for a chunked body."""
+
+    def read(self, size: int, /) -> bytes: ...
 
 
 class MultipartError(Exception):
@@ -119,7 +126,7 @@ class StreamingMultipart:
         self.parts = parts
         self.names_seen: set[str] = set()
         self.post = QueryDict(mutable=True)
-        self.files: MultiValueDict[str, Any] = MultiValueDict()
+        self.files: MultiValueDict[str, UploadedFile] = MultiValueDict()
         self.ended = False
         self.part = _Part()
         self.counters = [0] * len(handlers)
@@ -146,7 +153,7 @@ class StreamingMultipart:
         except MultipartParseError as exc:
             raise MultipartError(f"it is not well formed ({exc})") from None
 
-    def finish(self) -> tuple[QueryDict, MultiValueDict[str, Any]]:
+    def finish(self) -> tuple[QueryDict, MultiValueDict[str, UploadedFile]]:
         if not self.ended:
             raise MultipartError("it ends before its closing boundary (was it cut off?)")
         # As Django: the handlers see the upload end, until one answers something.
@@ -350,12 +357,12 @@ class StreamingMultipart:
 
 
 def parse(
-    stream: Any,
+    stream: Readable,
     boundary: bytes,
     handlers: list[FileUploadHandler],
     encoding: str,
     parts: Mapping[str, str] | None = None,
-) -> tuple[QueryDict, MultiValueDict[str, Any]]:
+) -> tuple[QueryDict, MultiValueDict[str, UploadedFile]]:
     """Read ``stream`` to its end as a multipart body: (fields, files), as Django's parser
     answers them, with only ``parts`` (name -> ``FIELD`` or ``FILE``) when given. Raises
     ``MultipartError`` (``UnknownPart``, ``RepeatedPart``), or Django's limit exceptions."""

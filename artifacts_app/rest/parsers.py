@@ -6,18 +6,25 @@ Responses are rendered with orjson too; the client's ``Accept`` does not choose 
 from __future__ import annotations
 
 import io
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import IO, Any
 
 import orjson
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler
+from django.http import HttpRequest, QueryDict
+from django.utils.datastructures import MultiValueDict
 from rest_framework import parsers, renderers
 from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
 
 from artifacts_app import media
 from artifacts_app.blobs import BlobWriter
 from artifacts_app.errors import ArtifactError, TooLargeError
+from artifacts_app.jsontypes import JSON
 from artifacts_app.rest import multipart
 from artifacts_app.values import json_loads
 
@@ -36,7 +43,12 @@ class JSONParser(parsers.BaseParser):
 
     media_type = "application/json"
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+    def parse(
+        self,
+        stream: IO[bytes] | HttpRequest | None,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> JSON:
         limit = int(settings.ARTIFACTS_MAX_JSON_BODY_BYTES)
         request = (parser_context or {}).get("request")
         length = request.META.get("CONTENT_LENGTH") if request is not None else None
@@ -68,7 +80,12 @@ class MultiPartParser(parsers.BaseParser):
     media_type = "multipart/form-data"
     PARTS = {"record": multipart.FIELD, "contents": multipart.FILE}
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+    def parse(
+        self,
+        stream: multipart.Readable,
+        media_type: str | None = None,
+        parser_context: Mapping[str, Any] | None = None,
+    ) -> parsers.DataAndFiles[QueryDict, MultiValueDict[str, UploadedFile]]:
         context = parser_context or {}
         parsed = media.parse(media_type or "")
         boundary = parsed.param("boundary") if parsed is not None else None
@@ -133,7 +150,7 @@ class HashedUpload(UploadedFile):
         name: str | None,
         content_type: str | None,
         charset: str | None,
-        content_type_extra: dict[str, Any] | None = None,
+        content_type_extra: dict[str, bytes] | None = None,
     ) -> None:
         super().__init__(io.BytesIO(), name, content_type, writer.size, charset, content_type_extra)
         self.blob_writer = writer
@@ -180,7 +197,10 @@ class ORJSONRenderer(renderers.BaseRenderer):
     charset = None
 
     def render(
-        self, data: Any, accepted_media_type: Any = None, renderer_context: Any = None
+        self,
+        data: JSON,
+        accepted_media_type: str | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         if data is None:
             return b""
@@ -190,7 +210,9 @@ class ORJSONRenderer(renderers.BaseRenderer):
 class JSONOnlyNegotiation(BaseContentNegotiation):
     """The API speaks JSON only: no 406 for a browser's or a fuzzer's ``Accept``."""
 
-    def select_parser(self, request: Any, parsers: Any) -> Any:
+    # ``request: Any``: DRF's request, or anything with its ``content_type`` (the lean tag
+    # route asks before there is a request object).
+    def select_parser(self, request: Any, parsers: Iterable[BaseParser]) -> BaseParser | None:
         content_type = request.content_type or ""
         media = content_type.split(";")[0].strip().lower()
         for parser in parsers:
@@ -198,5 +220,8 @@ class JSONOnlyNegotiation(BaseContentNegotiation):
                 return parser
         return None
 
-    def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+    # ``renderers: Any``: DRF passes its list; the base types it as an Iterable, which has no [0].
+    def select_renderer(
+        self, request: Request, renderers: Any, format_suffix: str | None = None
+    ) -> tuple[BaseRenderer, str]:
         return (renderers[0], renderers[0].media_type)

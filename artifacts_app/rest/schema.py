@@ -9,7 +9,7 @@ modules that enforce them, never retyped.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -17,6 +17,11 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from artifacts_app import names, tag_input
 from artifacts_app.jsontypes import JSONObject
 from artifacts_app.rest.serializers import ErrorSerializer, TagSerializer
+
+if TYPE_CHECKING:
+    from drf_spectacular.generators import SchemaGenerator
+    from drf_spectacular.openapi import AutoSchema
+    from rest_framework.request import Request
 from artifacts_app.selectors.pages import DEFAULT_LIMIT, MAX_LIMIT
 
 
@@ -24,7 +29,7 @@ class BearerScheme(OpenApiAuthenticationExtension):
     target_class = "artifacts_app.rest.auth.BearerAuthentication"
     name = "bearerAuth"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:
+    def get_security_definition(self, auto_schema: AutoSchema) -> JSONObject:
         return {
             "type": "http",
             "scheme": "bearer",
@@ -38,7 +43,7 @@ class TagInputExtension(OpenApiSerializerExtension):
 
     target_class = TagSerializer
 
-    def map_serializer(self, auto_schema: Any, direction: str) -> JSONObject:
+    def map_serializer(self, auto_schema: AutoSchema, direction: str) -> JSONObject:
         return tag_input.openapi_schema()
 
 
@@ -264,8 +269,8 @@ def codes_in(description: str) -> list[str]:
     return [c.strip("`. ") for c in listed.split(", ") if c.strip("`. ")]
 
 
-def _int_schema(minimum: int, maximum: int, default: int | None = None) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "integer", "minimum": minimum, "maximum": maximum}
+def _int_schema(minimum: int, maximum: int, default: int | None = None) -> JSONObject:
+    schema: JSONObject = {"type": "integer", "minimum": minimum, "maximum": maximum}
     if default is not None:
         schema["default"] = default
     return schema
@@ -286,7 +291,7 @@ LIMIT = OpenApiParameter(
 VERSION_MAX = 2**31 - 1  # selectors.versions.check_number
 
 
-def query_text(max_length: int) -> dict[str, Any]:
+def query_text(max_length: int) -> JSONObject:
     return {"type": "string", "maxLength": max_length, "pattern": NO_NUL}
 
 
@@ -295,7 +300,7 @@ def anchored(pattern: str) -> str:
 
 
 # Path parameters: what the URLconf's patterns (from names) match; anything else is 404.
-PATH_SCHEMAS: dict[str, dict[str, Any]] = {
+PATH_SCHEMAS: dict[str, JSONObject] = {
     "slug": {"type": "string", "pattern": anchored(names.SLUG_PATTERN)},
     "artifact_id": {"type": "string", "pattern": anchored(names.ARTIFACT_ID_PATTERN)},
     "session_id": {"type": "string", "pattern": anchored(names.SESSION_ID_PATTERN)},
@@ -304,7 +309,7 @@ PATH_SCHEMAS: dict[str, dict[str, Any]] = {
 
 # Content routes: the headers API.md "Content" promises, per status.
 _ETAG = {"schema": {"type": "string", "pattern": '^"[0-9a-f]{64}"$'}, "description": "The sha256."}
-_BLOB_HEADERS: dict[str, dict[str, Any]] = {
+_BLOB_HEADERS: dict[str, JSONObject] = {
     "ETag": {**_ETAG, "required": True},
     "Accept-Ranges": {"schema": {"type": "string", "enum": ["bytes"]}, "required": True},
     "X-Content-Type-Options": {"schema": {"type": "string", "enum": ["nosniff"]}, "required": True},
@@ -314,7 +319,7 @@ _BLOB_HEADERS: dict[str, dict[str, Any]] = {
     },
     "Cache-Control": {"schema": {"type": "string"}, "required": True},
 }
-CONTENT_HEADERS: dict[str, dict[str, dict[str, Any]]] = {
+CONTENT_HEADERS: dict[str, dict[str, JSONObject]] = {
     "200": {
         **_BLOB_HEADERS,
         "Content-Length": {"schema": {"type": "integer", "minimum": 0}, "required": True},
@@ -369,7 +374,9 @@ CLOSED_BODIES = (
 CLOSED_RESPONSES = ("Error", "ErrorBody")
 
 
-def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+def postprocess(
+    result: JSONObject, generator: SchemaGenerator, request: Request | None, public: bool
+) -> JSONObject:
     """SPECTACULAR_SETTINGS POSTPROCESSING_HOOKS: path parameters, error code enums, content
     headers, closed bodies, and the multipart parts' encodings."""
     schemas = result.get("components", {}).get("schemas", {})
@@ -402,7 +409,7 @@ def postprocess(result: dict[str, Any], generator: Any, request: Any, public: bo
     return result
 
 
-def _error_enums(operation: dict[str, Any]) -> None:
+def _error_enums(operation: JSONObject) -> None:
     for response in operation.get("responses", {}).values():
         codes = codes_in(response.get("description", ""))
         content = response.get("content", {}).get("application/json")

@@ -7,11 +7,11 @@ session (``access.visible``); a hidden version is a 404 like a missing one.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpResponse
+from django.http.response import HttpResponseBase
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
 
 from artifacts_app import access, selectors, services
 from artifacts_app.errors import NotFoundError
@@ -37,7 +37,7 @@ class VersionsView(AgentView):
         parameters=[LIMIT, CURSOR],
         responses={200: s.VersionPageSerializer, **errors(*PAGE, "unknown_artifact")},
     )
-    def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def get(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         query = cleaned(PageFilter, request.query_params)
@@ -63,7 +63,7 @@ class VersionDetailView(AgentView):
         parameters=[VERSION_PARAMETER],
         responses={200: s.RecordSerializer, **errors(*VERSION)},
     )
-    def get(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
+    def get(self, request: Request, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         row = versions.version_values(
@@ -93,7 +93,7 @@ class VersionContentView(AgentView):
             **errors(*VERSION, "no_content", "range_not_satisfiable"),
         },
     )
-    def get(self, request: Any, slug: str, artifact_id: str, number: str) -> Any:
+    def get(self, request: Request, slug: str, artifact_id: str, number: str) -> HttpResponseBase:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         n = versions.check_number(number)
@@ -124,7 +124,7 @@ class VersionDiffView(AgentView):
         ],
         responses={200: s.DiffSerializer, **errors(*VERSION, "invalid_query")},
     )
-    def get(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
+    def get(self, request: Request, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         from_ = request.query_params.get("from")
@@ -147,7 +147,7 @@ class VersionRestoreView(AgentView):
         request=None,
         responses={200: s.RecordSerializer, **errors(*VERSION, "not_keyed")},
     )
-    def post(self, request: Any, slug: str, artifact_id: str, number: str) -> HttpResponse:
+    def post(self, request: Request, slug: str, artifact_id: str, number: str) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
         access.require(caller, agent, access.Action.RESTORE)
@@ -175,7 +175,7 @@ class PinView(AgentView):
         request=None,
         responses={200: s.RecordSerializer, **errors("unknown_artifact", "cap_reached")},
     )
-    def put(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def put(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         return self._pin(artifact_id, True)
 
     @extend_schema(
@@ -183,5 +183,5 @@ class PinView(AgentView):
         summary="Unpin the record (agent key, staff)",
         responses={200: s.RecordSerializer, **errors("unknown_artifact")},
     )
-    def delete(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def delete(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         return self._pin(artifact_id, False)

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.http import HttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.request import Request
 
 from artifacts_app import access, media, selectors, services, tag_input
 from artifacts_app.errors import ArtifactError
@@ -103,7 +104,7 @@ class ArtifactsView(AgentView):
         ],
         responses={200: s.RecordPageSerializer, **errors(*PAGE, "unknown_session")},
     )
-    def get(self, request: Any, slug: str) -> HttpResponse:
+    def get(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         query = cleaned(ArtifactFilter, request.query_params)
@@ -145,7 +146,7 @@ class ArtifactsView(AgentView):
             ),
         },
     )
-    def post(self, request: Any, slug: str) -> HttpResponse:
+    def post(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
         access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
         # On DRF's request, where the multipart parser reads them (rest/parsers.py).
@@ -157,7 +158,9 @@ class ArtifactsView(AgentView):
         result = _tag(agent, body, contents, content_type)
         return json_response(result.record.to_json(), status=201 if result.created else 200)
 
-    def _multipart(self, request: Any) -> tuple[dict[str, Any], Any, Any]:
+    # ``request: Any``: DRF's stubs type ``data`` as a dict or a list; a multipart body's is a
+    # QueryDict, which they do not know.
+    def _multipart(self, request: Any) -> tuple[JSONObject, Contents | None, JSON]:
         raw = request.data.get("record")
         if raw is None:
             raise ArtifactError(
@@ -169,8 +172,7 @@ class ArtifactsView(AgentView):
         body = object_body(body, TAG_FIELDS)
         upload = request.FILES.get("contents")
         if upload is None:
-            contents: Any = _contents(body)
-            return body, contents, body.get("contentType")
+            return body, _contents(body), body.get("contentType")
         if body.get("contents") is not None or body.get("contentsBase64") is not None:
             raise ArtifactError(
                 "contents_conflict",
@@ -200,7 +202,7 @@ class ArtifactDetailView(AgentView):
         summary="One record",
         responses={200: s.RecordSerializer, **errors("unknown_artifact")},
     )
-    def get(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def get(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible(self.caller(), agent)
         row = selectors.artifact_values(agent=agent, artifact_id=artifact_id, visible=visible)
@@ -211,7 +213,7 @@ class ArtifactDetailView(AgentView):
         summary="Delete a record and its content (agent key, staff)",
         responses={204: None, **errors("unknown_artifact")},
     )
-    def delete(self, request: Any, slug: str, artifact_id: str) -> HttpResponse:
+    def delete(self, request: Request, slug: str, artifact_id: str) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
         visible = access.visible(caller, agent)

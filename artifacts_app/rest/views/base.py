@@ -32,7 +32,7 @@ def json_response(body: JSON, status: int = 200) -> HttpResponse:
     return HttpResponse(orjson.dumps(body), status=status, content_type="application/json")
 
 
-def request_agent(auth: Any, slug: str) -> Agent:
+def request_agent(auth: object, slug: str) -> Agent:
     """The agent of the URL's slug. An agent key's agent came with the key (one statement,
     selectors.token_lookup): no second lookup of the slug."""
     key = getattr(auth, "key", None)

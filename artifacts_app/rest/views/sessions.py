@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
 
 from artifacts_app import access, selectors, services
 from artifacts_app.errors import ArtifactError
@@ -27,7 +26,7 @@ class SessionsView(AgentView):
         parameters=[LIMIT, CURSOR],
         responses={200: s.SessionPageSerializer, **errors(*PAGE)},
     )
-    def get(self, request: Any, slug: str) -> HttpResponse:
+    def get(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible_sessions(self.caller(), agent)
         query = cleaned(PageFilter, request.query_params)
@@ -52,7 +51,7 @@ class SessionsView(AgentView):
             ),
         },
     )
-    def post(self, request: Any, slug: str) -> HttpResponse:
+    def post(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
         caller = self.caller()
         access.require(caller, agent, access.Action.READ)  # 401 / 403 before the body is looked at
@@ -76,7 +75,7 @@ class SessionDetailView(AgentView):
         summary="One session",
         responses={200: s.SessionSerializer, **errors("unknown_session")},
     )
-    def get(self, request: Any, slug: str, session_id: str) -> HttpResponse:
+    def get(self, request: Request, slug: str, session_id: str) -> HttpResponse:
         agent = self.agent()
         visible = access.visible_sessions(self.caller(), agent)
         row = selectors.session_values(agent=agent, sid=session_id, visible=visible)
