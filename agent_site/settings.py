@@ -54,13 +54,14 @@ def env_list(name: str, default: list[str]) -> list[str]:
 # Seconds; docs/operations.md "When a dependency fails". The statement timeout is PostgreSQL's;
 # the client's own bound (agent_site/postgresql) ends a wait for a server that stalls with a
 # statement in flight. The connect timeout stays below daphne's websocket handshake timeout (5 s):
-# a stream whose database cannot be reached is closed with 4503, not dropped at the handshake.
+# a stream whose database cannot be reached is closed with 4503, not dropped at the handshake. The
+# pool's wait is as long: at 4 s a handshake had 1 s for the rest, too little on a loaded machine.
 DATABASE_CONNECT_TIMEOUT = env_int("DATABASE_CONNECT_TIMEOUT", 3, minimum=1)
 DATABASE_STATEMENT_TIMEOUT = env_int("DATABASE_STATEMENT_TIMEOUT", 30, minimum=1)
 DATABASE_CLIENT_TIMEOUT = env_int(
     "DATABASE_CLIENT_TIMEOUT", DATABASE_STATEMENT_TIMEOUT + 5, minimum=1
 )
-DATABASE_POOL_TIMEOUT = env_int("DATABASE_POOL_TIMEOUT", 4, minimum=1)
+DATABASE_POOL_TIMEOUT = env_int("DATABASE_POOL_TIMEOUT", 3, minimum=1)
 
 
 def database_from_url(url: str) -> dict:

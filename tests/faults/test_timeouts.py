@@ -24,7 +24,7 @@ def test_postgresql_urls_get_connect_and_statement_timeouts_by_default():
     # Django adds the pool's health check itself (CONN_HEALTH_CHECKS): a `check` here too made
     # every connection fail ("got multiple values for keyword argument 'check'").
     assert "check" not in pooled["OPTIONS"]["pool"] and pooled["CONN_HEALTH_CHECKS"] is True
-    assert pooled["OPTIONS"]["pool"]["timeout"] == 4
+    assert pooled["OPTIONS"]["pool"]["timeout"] == 3
     assert pooled["OPTIONS"]["connect_timeout"] == "3"
 
 
@@ -35,7 +35,7 @@ def test_the_pool_options_build_djangos_pool():
     config = database_from_url("postgres://u@127.0.0.1:9/art?pool=1")
     wrapper = DatabaseWrapper({**connection.settings_dict, **config, "TEST": {}}, alias="pooled")
     pool = wrapper.pool  # built as Django builds it, not opened: no server needed
-    assert pool is not None and pool.timeout == 4
+    assert pool is not None and pool.timeout == 3
     assert pool.max_size == config["OPTIONS"]["pool"]["max_size"]  # DATABASE_POOL_SIZE (10)
 
 
