@@ -6,14 +6,20 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from artifacts_app import health, playground
+from artifacts_app.admin import home as admin_home
 from artifacts_app.admin.login import accounts_login, admin_login
 
 # A dependency failure outside a view answers 503/507, a bug under /<slug>/ the 500 envelope.
 handler500 = health.server_error
 
 urlpatterns = [
+    # A person arriving at the site: links to the admin, the playground and the API docs.
+    path("", playground.landing, name="landing"),
     # The admin's login page, with failed logins counted per address (429 past the limit).
     path("admin/login/", admin_login),
+    # The admin opens on what shipped (every agent's newest records); Django's own views follow.
+    path("admin/", admin.site.admin_view(admin_home.home), name="admin-home"),
+    path("admin/shipped/row", admin.site.admin_view(admin_home.row), name="admin-home-row"),
     path("admin/", admin.site.urls),
     # For load balancers: 503 when requests cannot be served; each dependency's state for staff.
     path("healthz", health.healthz, name="healthz"),

@@ -139,6 +139,8 @@ class Artifact(models.Model):
         # DESIGN.md §6: every list is a keyset page that starts with the agent and ends (updated_at, id).
         indexes = [
             models.Index(fields=["agent", "updated_at", "id"], name="artifact_agent_updated"),
+            # The supervisors' home: the newest records of every agent at once, a walk of this.
+            models.Index(fields=["updated_at", "id"], name="artifact_updated"),
             models.Index(
                 fields=["agent", "kind", "updated_at", "id"], name="artifact_agent_kind_updated"
             ),

@@ -189,3 +189,10 @@ def preview(request: HttpRequest) -> HttpResponse:
     response = HttpResponse(shown.html, content_type="text/html; charset=utf-8")
     response["X-Preview-Kind"] = shown.kind
     return response
+
+
+@require_GET
+def landing(request: HttpRequest) -> HttpResponse:
+    """``/``: where a person starts — the admin, the playground, the API docs (no redirect, so
+    no loop whoever is logged in)."""
+    return render(request, "landing.html", {})

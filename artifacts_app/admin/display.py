@@ -10,7 +10,7 @@ from django.contrib.admin.utils import quote, unquote
 from django.db.models import Model
 from django.http import HttpRequest
 from django.utils.html import format_html
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 
 from artifacts_app.previews import human_size
 
@@ -47,6 +47,36 @@ def cut(value: str | None, chars: int) -> SafeString | str:
     if len(value) <= chars:
         return format_html('<span title="{}">{}</span>', value, value)
     return format_html('<span title="{}">{}…</span>', value, value[: chars - 1])
+
+
+def elide(value: str | None, chars: int) -> SafeString | str:
+    """``value`` kept to ``chars`` characters by cutting its **middle**: the head says what it is,
+    the end tells it apart (``https://github.com/o…/pull/123457``). The whole on hover."""
+    if not value:
+        return EMPTY
+    if len(value) <= chars:
+        return format_html('<span title="{}">{}</span>', value, value)
+    keep = chars - 1
+    head = keep * 2 // 5
+    tail = keep - head
+    return format_html(
+        '<span title="{}">{}<span class="elided" aria-hidden="true">…</span>{}</span>',
+        value,
+        value[:head],
+        value[-tail:],
+    )
+
+
+PIN_MARK = (
+    '<svg class="pin-mark" viewBox="0 0 16 16" width="12" height="12" role="img" '
+    'aria-label="pinned"><title>pinned</title><path fill="currentColor" d="M5 1h6v1.5l-1 1V7l2.5 '
+    '2.5V11H8.75v4h-1.5v-4H3.5V9.5L6 7V3.5l-1-1z"/></svg>'
+)
+
+
+def pin_mark(pinned: bool) -> SafeString | str:
+    """A pushpin drawn in SVG (an emoji is an empty box in fonts without it), labelled."""
+    return mark_safe(PIN_MARK) if pinned else ""  # noqa: S308 (a constant)
 
 
 def size(n: int | None) -> str:

@@ -34,6 +34,7 @@ from artifacts_app.selectors.events import (
     turn_records,
 )
 from artifacts_app.selectors.pages import (
+    ACROSS_FIELDS,
     DEFAULT_LIMIT,
     MAX_LIMIT,
     SESSION_FIELDS,
@@ -41,6 +42,7 @@ from artifacts_app.selectors.pages import (
     after,
     artifact_get,
     artifact_values,
+    artifacts_across,
     artifacts_all,
     artifacts_page,
     before,
@@ -48,6 +50,7 @@ from artifacts_app.selectors.pages import (
     cursor_decode,
     cursor_encode,
     keyset_page,
+    kinds_recent,
     session_json,
     session_values,
     sessions_page,
@@ -64,6 +67,7 @@ from artifacts_app.selectors.sessions import (
 )
 
 __all__ = [
+    "ACROSS_FIELDS",
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
     "REPLAY_PAGE",
@@ -86,6 +90,7 @@ __all__ = [
     "credentials_state",
     "artifact_get",
     "artifact_values",
+    "artifacts_across",
     "artifacts_all",
     "artifacts_page",
     "before",
@@ -95,6 +100,7 @@ __all__ = [
     "events_between",
     "iso_seconds",
     "keyset_page",
+    "kinds_recent",
     "replay_page",
     "session_json",
     "session_owner",

@@ -170,6 +170,71 @@ def artifacts_page(
     )
 
 
+ACROSS_FIELDS = (*RECORD_FIELDS, "agent__slug")
+
+
+def artifacts_across(
+    *,
+    agents: Sequence[Agent] | None = None,
+    visible: Q | None = None,
+    kind: str | None = None,
+    session_id: str | None = None,
+    source: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    limit: int | None = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> Page:
+    """One page of records across agents (``agents``; None: every agent), newest-updated first,
+    ties by id descending; each row also carries ``agent__slug``. ``since``/``until`` bound
+    ``updated_at`` (``since`` included, ``until`` excluded). The same keyset walk as
+    ``artifacts_page``: one statement per page, over the ``(updated_at, id)`` index (the agent's
+    own when one agent is asked), however many records the store holds."""
+    size = check_limit(limit)
+    for name, value in (("kind", kind), ("sessionId", session_id), ("source", source)):
+        check_text(value, field=name, code="invalid_query")
+    qs = Artifact.objects.all()
+    if agents is not None:
+        pks = [agent.pk for agent in agents]
+        if not pks:
+            return Page(rows=[], next_cursor=None)
+        qs = qs.filter(agent_id=pks[0]) if len(pks) == 1 else qs.filter(agent_id__in=pks)
+    if visible is not None:
+        qs = qs.filter(visible)
+    if kind is not None:
+        qs = qs.filter(kind=kind)
+    if source is not None:
+        qs = qs.filter(source=source)
+    if session_id is not None:
+        if agents is not None and len(agents) == 1:
+            found = session_pk(agents[0].pk, session_id)
+            if found is None:
+                return Page(rows=[], next_cursor=None)
+            qs = qs.filter(session_id=found)
+        else:
+            qs = qs.filter(session_id__in=Session.objects.filter(sid=session_id).values("pk"))
+    if since is not None:
+        qs = qs.filter(updated_at__gte=since)
+    if until is not None:
+        qs = qs.filter(updated_at__lt=until)
+    return keyset_page(
+        qs, moment="updated_at", tiebreak="id", fields=ACROSS_FIELDS, size=size, cursor=cursor
+    )
+
+
+KINDS_SAMPLE = 1000
+
+
+def kinds_recent(*, agents: Sequence[Agent] | None = None, sample: int = KINDS_SAMPLE) -> list[str]:
+    """The kinds among the newest ``sample`` records (of ``agents``; None: all), sorted: a
+    bounded walk of the ``(updated_at, id)`` index, where a DISTINCT would read every row."""
+    qs = Artifact.objects.all()
+    if agents is not None:
+        qs = qs.filter(agent_id__in=[agent.pk for agent in agents])
+    recent = qs.order_by("-updated_at", "-id").values_list("kind", flat=True)[:sample]
+    return sorted(set(recent))
+
+
 def artifacts_all(**filters: Any) -> list[ArtifactRecord]:
     """Every matching record, newest-updated first, walking the keyset pages."""
     records: list[ArtifactRecord] = []
