@@ -20,7 +20,7 @@ from django.utils.html import format_html
 
 from artifacts_app import access, media, previews, selectors, services
 from artifacts_app.admin import history
-from artifacts_app.admin.display import EMPTY, RawIdMixin, cut, size, when
+from artifacts_app.admin.display import EMPTY, RawIdMixin, cut, elide, pin_mark, size, when
 from artifacts_app.admin.fastlist import SupervisorMixin, UncountedAdmin
 from artifacts_app.errors import ArtifactError
 from artifacts_app.models import Artifact
@@ -218,21 +218,21 @@ class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
     def title_key(self, obj: Artifact) -> str:
         return format_html(
             '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
-            cut(obj.title or obj.key or obj.pk, 26),
-            cut(obj.key, 20),
+            elide(obj.title or obj.key or obj.pk, 30),
+            elide(obj.key, 30),
         )
 
     @admin.display(description="kind · source")
     def kind_source(self, obj: Artifact) -> str:
         return format_html(
             '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
-            cut(obj.kind, 14),
+            elide(obj.kind, 16),
             obj.source,
         )
 
     @admin.display(description="session")
     def session_sid(self, obj: Artifact) -> str:
-        return cut(obj.session.sid if obj.session else None, 10)
+        return elide(obj.session.sid if obj.session else None, 14)
 
     @admin.display(description="type · size")
     def type_size(self, obj: Artifact) -> str:
@@ -247,11 +247,11 @@ class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
     @admin.display(description="v")
     def version_pin(self, obj: Artifact) -> str:
         return format_html(
-            '<span title="version {}{}">{}{}</span>',
+            '<span title="version {}{}">{} {}</span>',
             obj.version,
             ", pinned" if obj.pinned else "",
             obj.version,
-            " 📌" if obj.pinned else "",
+            pin_mark(obj.pinned),
         )
 
     @admin.display(description="updated (UTC)")
@@ -306,7 +306,7 @@ class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
             ),
         ).html
 
-    @admin.display(description="history")
+    @admin.display(description="versions")
     def history_versions(self, obj: Artifact) -> str:
         return history.history_table(obj)
 

@@ -58,7 +58,7 @@ def test_diff_page_between_any_two_versions(staff_client, history, reviewer):
         in page
     )
     assert "The data is the same." in page  # v1 and v3 agree: approve
-    backwards = staff_client.get(url, {"from": 2, "to": 1}).content.decode()
+    backwards = staff_client.get(url, {"from": 2, "to": 1, "view": "unified"}).content.decode()
     assert (
         "<td>replace</td><td><code>/verdict</code></td><td><code>&quot;approve&quot;</code>"
         in backwards
@@ -136,3 +136,72 @@ def test_non_staff_cannot_pin(client, alice, history):
     )
     assert response.status_code == 302 and "/login/" in response["Location"]
     assert not Artifact.objects.get(pk=history).pinned
+
+
+@pytest.fixture
+def texts(reviewer):
+    common = {"agent": reviewer, "kind": "report", "key": "notes.md"}
+    old = "".join(f"line {n}\n" for n in range(40))
+    new = old.replace("line 20\n", "line twenty\n") + "an added line\n"
+    services.artifact_tag(**common, data={}, contents=old, content_type="text/markdown")
+    services.artifact_tag(**common, data={}, contents=new, content_type="text/markdown")
+    return services.keyed_id("reviewer", "notes.md")
+
+
+def test_text_contents_are_compared_side_by_side(staff_client, texts):
+    url = reverse("admin:artifacts_app_artifact_diff", args=[texts])
+    page = staff_client.get(url, {"from": 1, "to": 2}).content.decode()
+    content = page.split('<div class="content-lines">')[1].split("</div>")[0]
+    assert '<td class="removed">line 20</td>' in content
+    assert '<td class="added">line twenty</td>' in content
+    assert '<td class="added">an added line</td>' in content
+    assert '<td class="blank"></td>' in content  # the added line has no old side
+    assert "line 5<" not in content  # unchanged runs fold to the lines around a change
+    assert '<td class="same">line 17</td>' in content
+
+
+def test_text_contents_unified(staff_client, texts):
+    url = reverse("admin:artifacts_app_artifact_diff", args=[texts])
+    page = staff_client.get(url, {"from": 1, "to": 2, "view": "unified"}).content.decode()
+    content = page.split('<div class="content-lines">')[1].split("</div>")[0]
+    assert '<span class="removed">-line 20</span>' in content
+    assert '<span class="added">+line twenty</span>' in content
+
+
+def test_json_contents_are_pretty_printed_before_comparing(staff_client, reviewer):
+    common = {"agent": reviewer, "kind": "report", "key": "r.json", "data": {}}
+    services.artifact_tag(
+        **common, contents='{"b": 1, "a": [1, 2]}', content_type="application/json"
+    )
+    services.artifact_tag(
+        **common, contents='{"a": [1, 3], "b": 1}', content_type="application/json"
+    )
+    url = reverse(
+        "admin:artifacts_app_artifact_diff", args=[services.keyed_id("reviewer", "r.json")]
+    )
+    page = staff_client.get(url, {"from": 1, "to": 2, "view": "unified"}).content.decode()
+    content = page.split('<div class="content-lines">')[1].split("</div>")[0]
+    assert '<span class="removed">-    2</span>' in content
+    assert '<span class="added">+    3</span>' in content
+
+
+def test_contents_past_one_mib_or_not_text_are_not_compared_and_say_so(
+    staff_client, reviewer, settings
+):
+    common = {"agent": reviewer, "kind": "report", "key": "big.txt", "data": {}}
+    services.artifact_tag(**common, contents="a\n" * 600_000, content_type="text/plain")
+    services.artifact_tag(**common, contents="b\n", content_type="text/plain")
+    url = reverse(
+        "admin:artifacts_app_artifact_diff", args=[services.keyed_id("reviewer", "big.txt")]
+    )
+    page = staff_client.get(url, {"from": 1, "to": 2}).content.decode()
+    assert 'class="content-lines"' not in page
+    assert "past the 1.0 MiB compared line by line" in page
+    binary = {"agent": reviewer, "kind": "report", "key": "b.bin", "data": {}}
+    services.artifact_tag(**binary, contents=b"\x00\x01", content_type="application/octet-stream")
+    services.artifact_tag(**binary, contents=b"\x00\x02", content_type="application/octet-stream")
+    url = reverse(
+        "admin:artifacts_app_artifact_diff", args=[services.keyed_id("reviewer", "b.bin")]
+    )
+    page = staff_client.get(url, {"from": 1, "to": 2}).content.decode()
+    assert "not text: it is not compared line by line" in page
