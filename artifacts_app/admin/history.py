@@ -82,7 +82,7 @@ def history_table(obj: Artifact) -> SafeString:
     pin_label = "Unpin" if obj.pinned else "Pin"
     return format_html(
         '<table class="artifact-history" id="versions"><caption class="visually-hidden">'
-        "The record's versions</caption><colgroup><col class=\"c-v\"><col class=\"c-when\">"
+        'The record\'s versions</caption><colgroup><col class="c-v"><col class="c-when">'
         '<col class="c-kind"><col class="c-title"><col class="c-session"><col class="c-source">'
         '<col class="c-content"><col class="c-radio"><col class="c-radio"></colgroup>'
         "<thead><tr><th>version</th><th>tagged</th><th>kind</th>"
@@ -94,7 +94,7 @@ def history_table(obj: Artifact) -> SafeString:
         "{}>Compare the two chosen versions</button> "
         '<label class="diff-view-choice">as <select form="history-compare" name="view" '
         'id="history-compare-view"><option value="split">side by side</option>'
-        '<option value="unified">unified</option></select></label> ' 
+        '<option value="unified">unified</option></select></label> '
         '<button type="submit" form="artifact-pin" name="pinned" value="{}" class="button" '
         'id="pin-button">{}</button> '
         '<button type="button" class="button" id="restore-button" disabled title="{}">'
