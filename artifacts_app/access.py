@@ -138,6 +138,7 @@ class Action(StrEnum):
     TOOL_DEFINITION = "read the tool's definition"
     WATCH_AGENT = "watch the agent's stream"
     WATCH_SESSION = "watch a session's stream"
+    WATCH_EVERY_AGENT = "watch every agent's stream"  # the admin's home: what shipped, live
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,9 @@ TABLE: dict[Action, Rule] = {
         _KEY_STAFF, "Only the agent's key or a staff user may watch the agent's stream."
     ),
     Action.WATCH_SESSION: Rule(_ALL, not_owner="This session belongs to someone else."),
+    Action.WATCH_EVERY_AGENT: Rule(
+        frozenset({STAFF}), "Only staff may watch every agent's stream at once."
+    ),
 }
 
 
@@ -191,6 +195,23 @@ def require(caller: Caller, agent: Agent, action: Action) -> None:
     rule = TABLE[action]
     if caller.kind not in rule.kinds:
         raise ForbiddenError("forbidden", rule.refusal)
+
+
+def require_everywhere(caller: Caller, action: Action) -> None:
+    """``require`` for an action over every agent at once: no credentials are 401, a caller
+    whose kind ``TABLE`` leaves out of ``action`` is 403 (an agent key is always left out: it
+    acts in its own agent only)."""
+    _require_credentials(caller)
+    rule = TABLE[action]
+    if caller.kind not in rule.kinds or caller.kind == AGENT:
+        raise ForbiddenError("forbidden", rule.refusal)
+
+
+def every_stream_open(caller: Caller) -> list[Stream]:
+    """Resolve and authorise the stream of every agent at once (staff): one ``Stream`` per agent
+    there is now."""
+    require_everywhere(caller, Action.WATCH_EVERY_AGENT)
+    return [Stream(agent.pk, agent.slug, None) for agent in selectors.agents_all()]
 
 
 _SEES_EVERYTHING = TABLE[Action.READ].kinds - {USER}  # read once: every read asks it
@@ -293,7 +314,7 @@ class Grant:
     the caller may read, ``Action.READ``'s rule, and as the same kind of caller)."""
 
     caller: Caller
-    agent: Agent
+    agent: Agent | None  # None: every agent's stream at once (``every_stream_open``)
     session_sid: str | None = None  # an event stream of one session
     cookie: str | None = None  # the Django session key behind a cookie-authenticated caller
     events: bool = True
@@ -302,7 +323,11 @@ class Grant:
     def credentials(self) -> selectors.Credentials:
         caller = self.caller
         user = caller.user
-        watched = (self.agent.pk, self.session_sid) if self.events and self.session_sid else None
+        watched = (
+            (self.agent.pk, self.session_sid)
+            if self.agent is not None and self.events and self.session_sid
+            else None
+        )
         return selectors.Credentials(
             key_id=caller.key.pk if caller.key is not None else None,
             user_id=user.pk if user is not None else None,
@@ -351,7 +376,9 @@ def grant_recheck(grant: Grant, state: selectors.CredentialsState) -> ArtifactEr
     if not caller.is_authenticated:
         return UnauthenticatedError("invalid_token", REVOKED_MESSAGE)
     try:
-        if grant.events:
+        if grant.agent is None:
+            require_everywhere(caller, Action.WATCH_EVERY_AGENT)
+        elif grant.events:
             owner = (
                 state.sessions.get((grant.agent.pk, grant.session_sid), _NO_SESSION)
                 if grant.session_sid is not None

@@ -246,3 +246,123 @@ class EventsConsumer(AsyncWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         pass  # the streams are one-way; what a client sends is ignored
+
+
+class _Relay:
+    """One agent's feed, handed on to a consumer of every agent: the hub offers this agent's
+    events here, and they leave with the agent's slug added."""
+
+    session_sid: str | None = None  # every event of the agent
+
+    def __init__(self, consumer: EveryAgentConsumer, slug: str) -> None:
+        self.consumer = consumer
+        self.prefix = orjson.dumps({"agent": slug}).decode()[:-1] + ","
+
+    def offer(self, event: event_schema.Event, text: str) -> None:
+        self.consumer.offer_text(self.prefix + text[1:])
+
+
+class EveryAgentConsumer(AsyncWebsocketConsumer):
+    """``/ws/v1/events``: every agent's events at once, each with ``"agent": <slug>``, for staff
+    (``access``: ``WATCH_EVERY_AGENT``) — the admin's home shows what ships as it ships. Live only:
+    ``seq`` is per agent, so there is no ``?after=`` here (a client that reconnects reloads its
+    list). The agents are those there are when it connects; each joins the process's fan-out like
+    an agent stream, and the credentials are asked again while it is open (4401/4403)."""
+
+    channel_layer_alias = "artifacts-fanout"
+
+    relays: dict[int, _Relay] | None = None
+    writer: asyncio.Task | None = None
+
+    async def refuse(self, code: int, reason: str) -> None:
+        await self.accept()  # then closed at once with the code, as the agent streams do
+        await self.close(code=code, reason=_reason(reason))
+
+    async def connect(self) -> None:
+        refusal = self.scope.get(REFUSAL)
+        if refusal is not None:
+            await self.refuse(*refusal)
+            return
+        caller = self.scope.get(CALLER)
+        try:
+            streams = await database_sync_to_async(access.every_stream_open)(caller)
+        except ArtifactError as error:
+            await self.refuse(close_code(error), error.message)
+            return
+        except Exception as exc:
+            if not _unavailable(exc):
+                raise
+            await self.refuse(UNAVAILABLE, UNAVAILABLE_REASON)
+            return
+        self.grant = access.Grant(caller=caller, agent=None, cookie=_cookie(self.scope))
+        self.buffer: asyncio.Queue[str] = asyncio.Queue(
+            maxsize=getattr(settings, "ARTIFACTS_WS_BUFFER", 1000)
+        )
+        self.lagging = False
+        self.relays = {}
+        hub = fanout.hub()
+        try:
+            for stream in streams:
+                relay = _Relay(self, stream.slug)
+                await hub.join(stream.agent_id, relay)
+                self.relays[stream.agent_id] = relay
+        except Exception as exc:
+            self._leave()
+            if not _unavailable(exc):
+                raise
+            await self.refuse(UNAVAILABLE, UNAVAILABLE_REASON)
+            return
+        await self.accept()
+        hub.guard(self)
+        self.writer = asyncio.get_running_loop().create_task(self._write())
+
+    @property
+    def credentials(self) -> selectors.Credentials:
+        return self.grant.credentials
+
+    def recheck(self, state: selectors.CredentialsState) -> None:
+        error = access.grant_recheck(self.grant, state)
+        if error is None or self.lagging:
+            return
+        self.lagging = True
+        self._leave()
+        if self.writer is not None:
+            self.writer.cancel()
+        asyncio.get_running_loop().create_task(
+            self.close(code=close_code(error), reason=_reason(error.message))
+        )
+
+    def offer_text(self, text: str) -> None:
+        if self.lagging:
+            return
+        try:
+            self.buffer.put_nowait(text)
+        except asyncio.QueueFull:
+            self.lagging = True
+            self._leave()
+            if self.writer is not None:
+                self.writer.cancel()
+            asyncio.get_running_loop().create_task(
+                self.close(code=LAGGING, reason="Too far behind: reconnect and reload the list.")
+            )
+
+    async def _write(self) -> None:
+        while True:
+            text = await self.buffer.get()
+            await self.base_send({"type": "websocket.send", "text": text})
+
+    def _leave(self) -> None:
+        if self.relays:
+            hub = fanout.hub()
+            hub.unguard(self)
+            for agent_id, relay in self.relays.items():
+                hub.leave(agent_id, relay)
+            self.relays = {}
+
+    async def disconnect(self, code: int) -> None:
+        self._leave()
+        if self.writer is not None:
+            self.writer.cancel()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        pass  # one-way

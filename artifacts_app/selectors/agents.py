@@ -49,6 +49,11 @@ def agent_slugs(*, limit: int = AGENTS_LISTED) -> list[str]:
     return list(Agent.objects.order_by("slug").values_list("slug", flat=True)[:limit])
 
 
+def agents_all(*, limit: int = AGENTS_LISTED) -> list[Agent]:
+    """Agents (id and slug only), alphabetically: the streams of every agent at once."""
+    return list(Agent.objects.order_by("slug").only("pk", "slug")[:limit])
+
+
 def agents_by_pk(pks: list[int]) -> list[Agent]:
     return list(Agent.objects.filter(pk__in=pks))
 

@@ -35,6 +35,8 @@ EXPECTED: dict[Action, dict[str, str | int]] = {
     Action.TOOL_DEFINITION: _KEY_STAFF,
     Action.WATCH_AGENT: _KEY_STAFF,
     Action.WATCH_SESSION: _EVERYONE,
+    # Every agent at once: staff only; an agent key acts in its own agent, never in all of them.
+    Action.WATCH_EVERY_AGENT: _KEY | dict(agent=403, staff=YES),
 }
 
 
@@ -97,6 +99,8 @@ def _attempt(w: World, action: Action) -> Callable[[access.Caller, str], object]
         return lambda caller, who: access.stream_open(caller, w.agent.slug, w.sid(who))
     if action is Action.WATCH_AGENT:
         return lambda caller, who: access.stream_open(caller, w.agent.slug, None)
+    if action is Action.WATCH_EVERY_AGENT:
+        return lambda caller, who: access.every_stream_open(caller)
     return lambda caller, who: access.require(caller, w.agent, action)
 
 
