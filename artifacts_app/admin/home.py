@@ -10,6 +10,7 @@ says is escaped or sanitized (``previews``).
 from __future__ import annotations
 
 import datetime
+import re
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -30,7 +31,8 @@ from artifacts_app.records import ValuesRow, media_type
 PER_PAGE = 50
 LINES_SHOWN = 4  # lines of a text or Markdown content in its row
 HEAD_BYTES = 2048  # bytes read for those lines
-FIELDS_SHOWN = 3  # top-level fields of ``data`` in a row
+FIELDS_SHOWN = 3
+HEADING = re.compile(r"<(/?)h[1-6]>")  # top-level fields of ``data`` in a row
 SOURCES = ("host", "model")
 FILTERS = ("agent", "kind", "source", "session", "since", "until")
 
@@ -228,10 +230,20 @@ def _content_head(
         return format_html("{}<em>(the stored bytes did not answer)</em>", label)
     if b"\x00" in raw:
         return label
-    lines = raw.decode("utf-8", errors="replace").splitlines()[:LINES_SHOWN]
-    head = "\n".join(line[:200] for line in lines)
+    lines: list[str] = []
+    filled = 0  # the first LINES_SHOWN lines that say something, blank ones between kept
+    for line in raw.decode("utf-8", errors="replace").splitlines():
+        if filled == LINES_SHOWN:
+            break
+        lines.append(line[:200])
+        filled += bool(line.strip())
+    head = "\n".join(lines).strip("\n")
     if kind == "markdown":
-        shown = mark_safe(previews.markdown_html(head))  # noqa: S308 (sanitized by nh3)
+        # Headings become bold lines: a row holds no headings of its own (the page's outline).
+        html = HEADING.sub(
+            lambda m: "</p>" if m.group(1) else '<p class="p-h">', previews.markdown_html(head)
+        )
+        shown = mark_safe(html)  # noqa: S308 (sanitized by nh3, tags renamed only)
         return format_html('<div class="p-md">{}</div>', shown)
     return format_html('<pre class="p-text">{}</pre>', head)
 

@@ -55,7 +55,7 @@ def test_admin_opens_on_what_shipped_across_agents_newest_first(staff_client, tw
     assert f'title="Reviewed {LONG}123456 · {LONG}123456' in rows[2]
     # Session and turn, version, a Markdown preview rendered with its first lines only.
     assert "s_a" in rows[2] and "t-1" in rows[2] and ">v1<" in rows[2]
-    assert "<h1>Heading</h1>" in rows[0] and "fourth" not in rows[0]
+    assert '<p class="p-h">Heading</p>' in rows[0] and "fourth" not in rows[0]
     assert "verdict" in rows[2] and "approve" in rows[2]
 
 

@@ -1,0 +1,299 @@
+"""The supervisors' UI in real Chromium at 1280×800 with the sidebar open: the home (what shipped,
+every agent), rows told apart, the pin mark, live rows, filters; no admin page scrolls sideways
+(long keys, long titles, deep JSON); text contents compared in a version diff; the versions and
+the admin log told apart; ``/`` leads somewhere; dark mode.
+
+Screenshots go to ``var/screenshots/`` (``ARTIFACTS_SCREENSHOTS=1``: ``docs/img/``, the ones
+docs/supervisors.md shows).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import live_ready
+from tests.browser.server import LiveServer
+from tests.browser.test_admin_ui import png
+from tests.servers import ROOT
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.timeout(420),
+    pytest.mark.skipif(not live_ready(), reason="needs the REST API"),
+]
+
+LONG = "https://github.com/some-organisation/a-rather-long-repository-name/pull/"
+TITLE = "Reviewed a pull request whose title is far longer than any column could ever show whole"
+
+
+def shot(name: str) -> str:
+    folder = ROOT / (
+        "docs/img" if os.environ.get("ARTIFACTS_SCREENSHOTS") == "1" else "var/screenshots"
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / name)
+
+
+def deep(levels: int) -> dict:
+    value: dict = {"leaf": "a value at the bottom, long enough to need wrapping " * 3}
+    for n in range(levels):
+        value = {f"level_{levels - n}": value, "url": f"{LONG}{n}"}
+    return value
+
+
+SEED = """
+import json
+from artifacts_app import services
+from artifacts_app.models import Artifact
+plan = json.loads(PLAN)
+services.agent_create(slug="writer")
+services.session_create(agent="writer", sid="s_writing-session-with-a-long-identifier-0001")
+out = {}
+for n in range(3):
+    r = services.artifact_tag(
+        agent="reviewer", kind="reviewed-pr", key=plan["long"] + str(123456 + n),
+        title=plan["title"] + " #" + str(n), data={"url": plan["long"] + str(123456 + n),
+        "verdict": ["approve", "reject", "comment"][n]}, session_id="s_view", turn_id=f"t-{n}",
+    ).record
+    out[f"pr{n}"] = r.id
+md = "# A report heading\\n\\n## A second heading\\n\\nThe first line of the body.\\n" + "more\\n" * 20
+out["md"] = services.artifact_tag(agent="writer", kind="report", key="reports/weekly.md",
+    title="Weekly report", data={"words": 240, "lang": "en", "sections": 4, "draft": False},
+    contents=md.encode(), content_type="text/markdown").record.id
+out["img"] = services.artifact_tag(agent="writer", kind="chart", key="charts/fill.png",
+    title="Fill chart", data={"w": 40}, contents=bytes.fromhex(plan["png"]),
+    content_type="image/png").record.id
+out["deep"] = services.artifact_tag(agent="writer", kind="analysis", key=plan["long"] + "deep",
+    title=plan["title"] + " (deep)", data=plan["deep"],
+    session_id="s_writing-session-with-a-long-identifier-0001", turn_id="t-" + "x" * 100).record.id
+old = "".join(f"line {n}: the same words on every line\\n" for n in range(30))
+new = old.replace("line 12: the same", "line 12: other") + "a line added at the end\\n"
+for text in (old, new):
+    r = services.artifact_tag(agent="writer", kind="log", key="logs/run.txt", title="Run log",
+        data={"run": 1}, contents=text.encode(), content_type="text/plain").record
+out["log"] = r.id
+services.artifact_pin(agent="writer", artifact_id=out["md"], pinned=True)
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    server = LiveServer(tmp_path_factory.mktemp("live-home"))
+    server.prepare()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def seeded(live) -> dict:
+    plan = {"long": LONG, "title": TITLE, "png": png().hex(), "deep": deep(9)}
+    code = SEED.replace("PLAN", repr(json.dumps(plan)))
+    return json.loads(live.python(code).strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def sup(live, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", "sup")
+    page.fill("#id_password", "sup-pw-12345")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{live.url}/admin/")
+    yield page
+    context.close()
+
+
+FITS = """() => {
+  const width = document.documentElement.clientWidth;
+  const wide = [];
+  for (const el of document.querySelectorAll('#content *')) {
+    const box = el.getBoundingClientRect();
+    const where = el.closest('[class*=field-]');
+    if (box.width && box.right > width + 1) wide.push(el.tagName + '.' + el.className + (where ? ' in ' + where.className : '') + ' ' + Math.round(box.right));
+  }
+  return {scroll: document.documentElement.scrollWidth, width, wide: wide.slice(0, 8)};
+}"""
+
+
+def fits(page) -> None:
+    """No sideways scroll, and nothing in the content reaching past the window's right edge."""
+    found = page.evaluate(FITS)
+    assert found["scroll"] <= found["width"], (page.url, found)
+    assert found["wide"] == [], (page.url, found)
+
+
+def test_home_shows_what_shipped_across_agents_told_apart(live, seeded, sup):
+    page = sup
+    page.goto(f"{live.url}/admin/")
+    expect(page.locator("#nav-sidebar")).to_be_visible()
+    expect(page.locator("#content h1")).to_contain_text("What shipped")
+    rows = page.locator("#shipped tbody tr")
+    expect(rows.first).to_be_visible()
+    agents = {row.get_attribute("data-agent") for row in rows.all()}
+    assert agents == {"reviewer", "writer"}
+    # Three long keys that differ at the end: each row shows its own end.
+    for n in range(3):
+        row = page.locator(f"#shipped tr[data-id='{seeded[f'pr{n}']}']")
+        assert str(123456 + n) in row.locator(".c-title").inner_text()
+        link = row.locator("a.row-link")
+        assert f"{LONG}{123456 + n}" in link.get_attribute("title")
+    # The pin mark is drawn (an SVG with a label), not an emoji.
+    pinned = page.locator(f"#shipped tr[data-id='{seeded['md']}'] .c-pinned svg")
+    expect(pinned).to_be_visible()
+    assert pinned.get_attribute("aria-label") == "pinned"
+    assert pinned.bounding_box()["width"] >= 10
+    # Previews: a thumbnail that decoded, Markdown headings no larger than the row's text.
+    thumb = page.locator(f"#shipped tr[data-id='{seeded['img']}'] img.p-thumb")
+    page.wait_for_function("() => document.querySelector('img.p-thumb').complete")
+    assert thumb.evaluate("img => img.naturalWidth") == 40
+    heading = page.locator(f"#shipped tr[data-id='{seeded['md']}'] .p-md .p-h").first
+    expect(heading).to_have_text("A report heading")
+    title_size = page.locator(f"#shipped tr[data-id='{seeded['md']}'] a.row-link")
+    px = lambda loc: float(loc.evaluate("e => getComputedStyle(e).fontSize")[:-2])  # noqa: E731
+    assert px(heading) <= px(title_size)
+    fits(page)
+    page.screenshot(path=shot("home.png"))
+
+
+def test_home_filters_by_agent_kind_and_session(live, seeded, sup):
+    page = sup
+    page.goto(f"{live.url}/admin/")
+    page.select_option("#f-agent", "writer")
+    page.click("#shipped-filters input[type=submit]")
+    page.wait_for_url(re.compile(r"agent=writer"))
+    assert {r.get_attribute("data-agent") for r in page.locator("#shipped tbody tr").all()} == {
+        "writer"
+    }
+    page.fill("#f-kind", "log")
+    page.click("#shipped-filters input[type=submit]")
+    expect(page.locator("#shipped tbody tr")).to_have_count(1)
+    page.goto(f"{live.url}/admin/?session=s_view")
+    expect(page.locator("#shipped tbody tr")).to_have_count(3)
+    fits(page)
+
+
+def test_new_records_appear_without_a_reload(live, seeded, sup):
+    page = sup
+    page.goto(f"{live.url}/admin/")
+    expect(page.locator("#live-status")).to_have_text("(live)")
+    record = live.tag(kind="report", key=f"{LONG}live", title="Arrived live", data={"n": 1})
+    top = page.locator("#shipped tbody tr").first
+    expect(top).to_have_attribute("data-id", record["id"])
+    expect(top).to_contain_text("Arrived live")
+    expect(top).to_have_class(re.compile("live"))
+    live.delete(record["id"])
+    expect(page.locator(f"#shipped tr[data-id='{record['id']}']")).to_have_count(0)
+
+
+def test_every_admin_page_fits_1280_with_the_sidebar_open(live, seeded, sup):
+    page = sup
+    reviewer = live.python(
+        "from artifacts_app.models import Agent; print(Agent.objects.get(slug='reviewer').pk)"
+    ).split()[-1]
+    session = live.python(
+        "from artifacts_app.models import Session; print(Session.objects.get(sid='s_view').pk)"
+    ).split()[-1]
+    pages = {
+        "home": "/admin/",
+        "list": "/admin/artifacts_app/artifact/?agent=reviewer",
+        "record": f"/admin/artifacts_app/artifact/{seeded['deep']}/change/",
+        "record-versions": f"/admin/artifacts_app/artifact/{seeded['log']}/change/",
+        "admin-log": f"/admin/artifacts_app/artifact/{seeded['deep']}/history/",
+        "diff": f"/admin/artifacts_app/artifact/{seeded['log']}/diff/?from=1&to=2",
+        "diff-unified": f"/admin/artifacts_app/artifact/{seeded['log']}/diff/?from=1&to=2&view=unified",
+        "dashboard": f"/admin/artifacts_app/agent/{reviewer}/dashboard/",
+        "sessions": "/admin/artifacts_app/session/",
+        "session": f"/admin/artifacts_app/session/{session}/change/",
+        "agents": "/admin/artifacts_app/agent/",
+        "apps": "/admin/artifacts_app/",
+    }
+    for name, path in pages.items():
+        page.goto(live.url + path)
+        if name != "apps":  # Django's app index has no sidebar of its own
+            expect(page.locator("#nav-sidebar")).to_be_visible()
+        page.screenshot(path=shot(f"fit-{name}.png"), full_page=True)
+        fits(page)
+    # The deep JSON's levels indent by a little each, not by a column each.
+    page.goto(live.url + pages["record"])
+    lefts = page.evaluate(
+        "() => [...document.querySelectorAll('.field-pretty_data .json-tree ul')].slice(0, 4)"
+        ".map(u => u.getBoundingClientRect().left)"
+    )
+    steps = [b - a for a, b in zip(lefts, lefts[1:], strict=False)]
+    assert steps and max(steps) < 40, steps
+    # The versions' compare radios are on screen.
+    page.goto(live.url + pages["record-versions"])
+    for radio in page.locator("table.artifact-history input[type=radio]").all():
+        box = radio.bounding_box()
+        assert box and box["x"] + box["width"] <= 1280
+
+
+def test_version_diff_compares_text_contents_side_by_side_and_unified(live, seeded, sup):
+    page = sup
+    page.goto(f"{live.url}/admin/artifacts_app/artifact/{seeded['log']}/change/")
+    # Two histories, told apart: the versions on the page, Django's log on its own.
+    expect(page.locator(".object-tools a.historylink")).to_have_text("Admin log")
+    expect(page.locator(".object-tools a.versionslink")).to_contain_text("Versions")
+    page.check("input[name=from][value='1']")
+    page.check("input[name=to][value='2']")
+    page.click("#history-compare-button")
+    page.wait_for_url(re.compile(r"/diff/\?"))
+    side = page.locator(".content-lines table.diff-side")
+    expect(side.locator("td.removed")).to_contain_text("line 12: the same")
+    expect(side.locator("td.added").first).to_contain_text("line 12: other")
+    expect(side.locator("td.added").last).to_have_text("a line added at the end")
+    fits(page)
+    page.screenshot(path=shot("diff-side.png"), full_page=True)
+    page.click("#view-unified")
+    expect(page.locator(".content-lines .diff-lines .removed")).to_contain_text("-line 12")
+    expect(page.locator(".content-lines .diff-lines .added").first).to_contain_text("+line 12")
+    fits(page)
+    page.screenshot(path=shot("diff-unified.png"), full_page=True)
+
+
+def test_root_leads_to_the_admin_playground_and_api_docs(live, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    response = page.goto(f"{live.url}/")
+    assert response.status == 200 and page.url == f"{live.url}/"  # no redirect
+    for href in ("/admin/", "/playground/", "/api/docs/"):
+        expect(page.locator(f".landing a[href='{href}']")).to_be_visible()
+    page.screenshot(path=shot("root.png"))
+    context.close()
+
+
+def test_dark_mode_home(live, seeded, browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme="dark")
+    page = context.new_page()
+    page.goto(f"{live.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", "sup")
+    page.fill("#id_password", "sup-pw-12345")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{live.url}/admin/")
+    background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert background != "rgb(255, 255, 255)"  # Django's dark palette applies
+    fits(page)
+    page.screenshot(path=shot("home-dark.png"))
+    context.close()
+
+
+def test_keyboard_focus_is_visible_and_controls_labelled(live, seeded, sup):
+    page = sup
+    page.goto(f"{live.url}/admin/")
+    unlabelled = page.evaluate(
+        "() => [...document.querySelectorAll('#shipped-filters input:not([type=submit]), "
+        "#shipped-filters select')].filter(e => !e.labels || !e.labels.length).map(e => e.name)"
+    )
+    assert unlabelled == []
+    page.focus("#f-kind")
+    outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
