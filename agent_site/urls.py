@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from artifacts_app import health, playground
 from artifacts_app.admin.login import accounts_login, admin_login
+from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.views import ArtifactsAcrossView
 
 # A dependency failure outside a view answers 503/507, a bug under /<slug>/ the 500 envelope.
@@ -29,5 +30,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     # The list and its search across every agent the caller may see (API.md "Search").
     path("api/v1/artifacts", ArtifactsAcrossView.as_view(), name="artifacts-across"),
+    re_path(r"^api/v1/[\s\S]*$", NotFoundView.as_view(), name="unknown_across_route"),
     path("", include("artifacts_app.rest.urls")),
 ]
