@@ -401,6 +401,9 @@ ARTIFACTS_AGENTS = {"reviewer": "agent_site.agents.reviewer"}
 
 ARTIFACTS_MAX_DATA_BYTES = env_int("ARTIFACTS_MAX_DATA_BYTES", 1024 * 1024, minimum=1)
 ARTIFACTS_MAX_CONTENT_BYTES = env_int("ARTIFACTS_MAX_CONTENT_BYTES", 100 * 1024 * 1024, minimum=1)
+# How much of a text content (text/*, application/json) search reads as words: its first bytes,
+# kept as they stream to storage (API.md "Search").
+ARTIFACTS_SEARCH_CONTENT_BYTES = env_int("ARTIFACTS_SEARCH_CONTENT_BYTES", 1024 * 1024, minimum=0)
 ARTIFACTS_MAX_JSON_BODY_BYTES = env_int(
     "ARTIFACTS_MAX_JSON_BODY_BYTES", 10 * 1024 * 1024, minimum=1
 )

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from artifacts_app import health, playground
 from artifacts_app.admin import home as admin_home
 from artifacts_app.admin.login import accounts_login, admin_login
+from artifacts_app.rest.errors import NotFoundView
+from artifacts_app.rest.views import ArtifactsAcrossView
 
 # A dependency failure outside a view answers 503/507, a bug under /<slug>/ the 500 envelope.
 handler500 = health.server_error
@@ -32,5 +34,8 @@ urlpatterns = [
     # --- REST API: schema, offline docs, then every agent's /<slug>/v1/ routes ---
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # The list and its search across every agent the caller may see (API.md "Search").
+    path("api/v1/artifacts", ArtifactsAcrossView.as_view(), name="artifacts-across"),
+    re_path(r"^api/v1/[\s\S]*$", NotFoundView.as_view(), name="unknown_across_route"),
     path("", include("artifacts_app.rest.urls")),
 ]

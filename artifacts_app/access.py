@@ -248,6 +248,18 @@ def visible(caller: Caller, agent: Agent) -> Q | None:
     return None if sees_everything(caller) else Q(session__owner=caller.user)
 
 
+def visible_across(caller: Caller) -> Q | None:
+    """The filter on artifact rows of every agent the caller may read (``GET /api/v1/artifacts``):
+    staff everything (None), a user the records of sessions it owns, an agent key its own agent's.
+    No credentials are 401."""
+    _require_credentials(caller)
+    if caller.kind == AGENT:
+        return Q(agent_id=caller.agent_id)
+    if caller.kind == STAFF:
+        return None
+    return Q(session__owner=caller.user)
+
+
 def visible_sessions(caller: Caller, agent: Agent) -> Q | None:
     """The filter on ``Session`` rows of ``agent`` the caller may read (None: all of them)."""
     require(caller, agent, Action.READ)

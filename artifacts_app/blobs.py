@@ -13,7 +13,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import IO
 
 from django.conf import settings
@@ -37,6 +37,9 @@ TEMP_PREFIX = "blob-"  # BlobWriter's temporary files; gc_blobs sweeps those a c
 class StoredBlob:
     sha256: str
     size: int
+    # The first ARTIFACTS_SEARCH_CONTENT_BYTES, kept as they streamed by: a text content's words
+    # are read from them (API.md "Search"), never from the stored blob.
+    head: bytes = field(default=b"", repr=False, compare=False)
 
 
 def blob_storage() -> Storage:
@@ -187,6 +190,8 @@ class BlobWriter:
         self._path = ""
         self._file: IO[bytes] | None = None
         self.stored: StoredBlob | None = None
+        self._head = bytearray()
+        self._head_room = int(settings.ARTIFACTS_SEARCH_CONTENT_BYTES)
         # A full or read-only storage answers 507/503 (faults), never a 500.
         with faults.storage_errors():
             fd, self._path = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=_temp_dir(self.storage))
@@ -200,6 +205,9 @@ class BlobWriter:
             self.discard()
             raise content_too_large(self.limit)
         self._digest.update(chunk)
+        if self._head_room > 0:  # the search's text (a slice of the chunk, no second read)
+            self._head += chunk[: self._head_room]
+            self._head_room -= len(chunk)
         try:
             self._file.write(chunk)
         except OSError as exc:
@@ -236,7 +244,7 @@ class BlobWriter:
             _claim(sha, self.size)
             with faults.storage_errors():
                 self._move_into_place(blob_name(sha))
-            self.stored = StoredBlob(sha256=sha, size=self.size)
+            self.stored = StoredBlob(sha256=sha, size=self.size, head=bytes(self._head))
             return self.stored
         finally:
             self.discard()

@@ -25,9 +25,15 @@ from artifacts_app import media
 from artifacts_app.names import RESERVED_SLUGS
 from artifacts_app.values import text_problem
 
+# The routes across agents (API.md "Search": ``GET /api/v1/artifacts``) answer as the API does.
+ACROSS_PREFIX = "/api/v1/"
+
 
 def is_api_path(path: str) -> bool:
-    """Whether ``path`` is under ``/<slug>/`` (an agent's routes, matched or not)."""
+    """Whether ``path`` is under ``/<slug>/`` (an agent's routes, matched or not) or the routes
+    across agents (``/api/v1/``)."""
+    if path.startswith(ACROSS_PREFIX):
+        return True
     first, slash, _ = path.lstrip("/").partition("/")
     return bool(first and slash) and first not in RESERVED_SLUGS
 

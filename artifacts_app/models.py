@@ -87,6 +87,10 @@ class Blob(models.Model):
     sha256 = models.CharField(max_length=64, primary_key=True)
     size = models.PositiveBigIntegerField()
     created_at = models.DateTimeField(default=timezone.now, editable=False)
+    # The searchable words of its first ARTIFACTS_SEARCH_CONTENT_BYTES (API.md "Search"), kept
+    # once a tag has stored it as text, so that a record keeping its content is indexed without
+    # reading the bytes again. Null: never tagged as text (or not yet backfilled).
+    words = models.TextField(null=True, blank=True, editable=False)
 
     def __str__(self) -> str:
         return self.sha256
@@ -139,8 +143,6 @@ class Artifact(models.Model):
         # DESIGN.md §6: every list is a keyset page that starts with the agent and ends (updated_at, id).
         indexes = [
             models.Index(fields=["agent", "updated_at", "id"], name="artifact_agent_updated"),
-            # The supervisors' home: the newest records of every agent at once, a walk of this.
-            models.Index(fields=["updated_at", "id"], name="artifact_updated"),
             models.Index(
                 fields=["agent", "kind", "updated_at", "id"], name="artifact_agent_kind_updated"
             ),
@@ -158,6 +160,9 @@ class Artifact(models.Model):
                 name="artifact_agent_unpinned",
                 condition=models.Q(pinned=False),
             ),
+            # The list across agents (API.md "Search": staff see every agent's records), and the
+            # admin's home (what shipped) walks it.
+            models.Index(fields=["updated_at", "id"], name="artifact_updated"),
         ]
 
     def __str__(self) -> str:

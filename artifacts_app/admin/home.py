@@ -21,11 +21,10 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
-from artifacts_app import blobs, previews, selectors
+from artifacts_app import access, blobs, previews, selectors
 from artifacts_app.admin.display import EMPTY, elide, pin_mark, size, when
 from artifacts_app.errors import ArtifactError
 from artifacts_app.jsontypes import JSON
-from artifacts_app.models import Agent
 from artifacts_app.records import ValuesRow, media_type
 
 PER_PAGE = 50
@@ -34,12 +33,12 @@ HEAD_BYTES = 2048  # bytes read for those lines
 FIELDS_SHOWN = 3
 HEADING = re.compile(r"<(/?)h[1-6]>")  # top-level fields of ``data`` in a row
 SOURCES = ("host", "model")
-FILTERS = ("agent", "kind", "source", "session", "since", "until")
+FILTERS = ("q", "where", "agent", "kind", "source", "session", "since", "until")
 
 
 @dataclass(frozen=True)
 class Filters:
-    agents: list[Agent] | None
+    agents: list[str] | None
     kind: str | None
     source: str | None
     session: str | None
@@ -47,6 +46,8 @@ class Filters:
     until: datetime.datetime | None
     cursor: str | None
     chosen: dict[str, str]  # what the form shows back
+    q: str | None = None
+    where: str | None = None
 
 
 def _moment(text: str, *, field: str, end: bool) -> datetime.datetime | None:
@@ -73,8 +74,7 @@ def parse_filters(request: HttpRequest, slugs: list[str]) -> Filters:
     agents = None
     wanted = [slug for slug in get.getlist("agent") if slug]
     if wanted:
-        found = [selectors.agent_find(slug) for slug in wanted[:20]]
-        agents = [agent for agent in found if agent is not None]
+        agents = [slug for slug in wanted if slug in slugs]
         if not agents:
             raise ArtifactError("invalid_query", f"There is no agent {wanted[0]!r}.")
     source = chosen["source"] or None
@@ -89,12 +89,19 @@ def parse_filters(request: HttpRequest, slugs: list[str]) -> Filters:
         until=_moment(chosen["until"], field="until", end=True),
         cursor=get.get("cursor") or None,
         chosen=chosen,
+        q=chosen["q"] or None,
+        where=chosen["where"] or None,
     )
 
 
-def _page(filters: Filters) -> selectors.Page:
+def _page(request: HttpRequest, filters: Filters) -> selectors.Page:
+    # The one rule: staff see every agent (None); the admin's door lets no one else in.
+    visible = access.visible_across(access.caller_from_user(request.user))
     return selectors.artifacts_across(
+        visible=visible,
         agents=filters.agents,
+        q=filters.q,
+        where=filters.where,
         kind=filters.kind,
         source=filters.source,
         session_id=filters.session,
@@ -110,11 +117,11 @@ def home(request: HttpRequest) -> HttpResponse:
     slugs = selectors.agent_slugs()
     try:
         filters = parse_filters(request, slugs)
-        page = _page(filters)
+        page = _page(request, filters)
     except ArtifactError as exc:
-        messages.error(request, exc.message)
+        messages.error(request, _sentence(exc))
         filters = Filters(None, None, None, None, None, None, None, dict.fromkeys(FILTERS, ""))
-        page = _page(filters)
+        page = _page(request, filters)
     kept = [(name, value) for name, value in request.GET.lists() if name != "cursor"]
     query = [(name, v) for name, values in kept for v in values]
     older = "?" + urlencode([*query, ("cursor", page.next_cursor)]) if page.next_cursor else None
@@ -131,9 +138,17 @@ def home(request: HttpRequest) -> HttpResponse:
         "newest_url": ("?" + urlencode(query)) if filters.cursor else None,
         "first_page": filters.cursor is None,
         "filtered": any(filters.chosen.values()),
+        "searching": bool(filters.q or filters.where),
         "row_url": reverse("admin-home-row"),
     }
     return TemplateResponse(request, "admin/artifacts_app/home.html", context)
+
+
+def _sentence(exc: ArtifactError) -> str:
+    """The refusal as a person reads it, with the part of a search it names."""
+    details = exc.details if isinstance(exc.details, dict) else {}
+    where = details.get("path") or details.get("part") or details.get("field")
+    return f"{exc.message} ({where})" if where and str(where) not in exc.message else exc.message
 
 
 def row(request: HttpRequest) -> HttpResponse:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from artifacts_app import access, blobs, media, selectors
 from artifacts_app.errors import ArtifactError, NotFoundError
-from artifacts_app.jsontypes import JSONObject
+from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent
 from artifacts_app.names import ARTIFACT_ID_PATTERN
 from artifacts_app.records import ArtifactRecord, media_type
@@ -120,14 +120,19 @@ def list_page(
     limit: int | None = PAGE,
     kind: str | None = None,
     session_id: str | None = None,
+    q: str | None = None,
+    where: str | JSON | None = None,
 ) -> selectors.Page:
-    """One keyset page of the records the caller may see: REST's list, the same filter."""
+    """One keyset page of the records the caller may see: REST's list, the same filter and
+    search."""
     visible = access.visible(caller, call_agent)
     return selectors.artifacts_page(
         agent=call_agent,
         visible=visible,
         kind=kind,
         session_id=session_id,
+        q=q or None,
+        where=where,
         limit=limit,
         cursor=cursor or None,
     )

@@ -75,14 +75,33 @@ def definitions(call: Call) -> list[JSONObject]:
         {
             "name": LIST,
             "description": (
-                "List this agent's artifacts you may see, newest-updated first, a page at a time. "
-                "Each result carries its resource URI; read one with read_artifact."
+                "List this agent's artifacts you may see, newest-updated first, a page at a time; "
+                "search them with q (words) and where (conditions over data). Each result carries "
+                "its resource URI; read one with read_artifact."
             ),
             "inputSchema": {
                 "type": "object",
                 "properties": {
                     "kind": {**_NULLABLE_STRING, "description": "Only artifacts of this kind."},
                     "sessionId": {**_NULLABLE_STRING, "description": "Only this session's."},
+                    "q": {
+                        **_NULLABLE_STRING,
+                        "maxLength": 512,
+                        "description": (
+                            "Full text over title, key, kind, the strings in data and text "
+                            "contents: every word must match (the last also as a prefix), "
+                            '"a phrase" matches in order, -word excludes.'
+                        ),
+                    },
+                    "where": {
+                        "type": ["object", "string", "null"],
+                        "description": (
+                            "Conditions over data (an object, or its JSON text): dotted paths to "
+                            'a value (equality) or to operators, e.g. {"pr.author": "ana", '
+                            '"score": {"$gte": 3}}; $eq $ne $gt $gte $lt $lte $in $nin $exists '
+                            "$contains; $and / $or take lists."
+                        ),
+                    },
                     "limit": {
                         "type": ["integer", "null"],
                         "minimum": 1,
@@ -198,7 +217,12 @@ def _tag(call: Call, arguments: JSONObject) -> JSONObject:
 
 
 def _list(call: Call, arguments: JSONObject) -> JSONObject:
-    _unknown(arguments, {"kind", "sessionId", "limit", "cursor"})
+    _unknown(arguments, {"kind", "sessionId", "q", "where", "limit", "cursor"})
+    where = arguments.get("where")
+    if where is not None and not isinstance(where, dict | str):
+        raise ArtifactError(
+            "invalid_query", "`where` is an object (or its JSON text) or null.", {"field": "where"}
+        )
     limit = arguments.get("limit")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
         raise ArtifactError(
@@ -211,6 +235,8 @@ def _list(call: Call, arguments: JSONObject) -> JSONObject:
         limit=limit,
         kind=reads.check_text_arg(arguments, "kind"),
         session_id=reads.check_text_arg(arguments, "sessionId"),
+        q=reads.check_text_arg(arguments, "q"),
+        where=where,
     )
     slug = call.agent.slug
     results = [

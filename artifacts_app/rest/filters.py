@@ -36,6 +36,9 @@ class ArtifactFilter(PageFilter):
         choices=[("host", "host"), ("model", "model")], method="_none"
     )
     key = django_filters.CharFilter(max_length=KEY_MAX, method="_none")
+    # Their limits and grammar are the search's own (artifacts_app.search): its messages say more.
+    q = django_filters.CharFilter(method="_none")
+    where = django_filters.CharFilter(method="_none")
 
 
 @functools.cache

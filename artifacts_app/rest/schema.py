@@ -289,6 +289,26 @@ LIMIT = OpenApiParameter(
     description=f"Page size, 1–{MAX_LIMIT} (default {DEFAULT_LIMIT}).",
 )
 VERSION_MAX = 2**31 - 1  # selectors.versions.check_number
+# API.md "Search": the list's full text and its conditions over ``data``.
+SEARCH = (
+    OpenApiParameter(
+        "q",
+        {"type": "string", "maxLength": 512, "pattern": NO_NUL},
+        description=(
+            "Full text: words (letters and digits), case-insensitive, all must match; the last "
+            'also as a prefix; `"a phrase"`; `-word` excludes. At most 512 characters, 32 words.'
+        ),
+    ),
+    OpenApiParameter(
+        "where",
+        {"type": "string", "maxLength": 4096, "pattern": NO_NUL},
+        description=(
+            "A JSON object over `data`: dotted paths to a scalar (equality) or an operator object "
+            "($eq $ne $gt $gte $lt $lte $in $nin $exists $contains); $and / $or take lists. At "
+            "most 16 conditions, 4 deep."
+        ),
+    ),
+)
 
 
 def query_text(max_length: int) -> JSONObject:

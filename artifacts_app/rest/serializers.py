@@ -63,6 +63,15 @@ class RecordPageSerializer(serializers.Serializer):
     next = serializers.URLField(allow_null=True)
 
 
+class AcrossRecordSerializer(RecordSerializer):
+    agent = serializers.CharField(help_text="The record's agent (its slug).")
+
+
+class AcrossPageSerializer(serializers.Serializer):
+    results = AcrossRecordSerializer(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
 class VersionPageSerializer(serializers.Serializer):
     results = RecordSerializer(
         many=True,

@@ -3,7 +3,8 @@
 ``pages`` (keyset pages of artifacts and sessions, one record, one session), ``agents`` (agent by
 slug, session by id, users, keys, the agent's last seq), ``events`` (replay, gap filling, a turn's
 tags), ``sessions`` (sessions at a glance: last activity, bounded counts, search by id, turns),
-``versions`` (a record's history: its versions, one version, a diff; used as
+``search`` (``q`` and ``where`` as SQL; ``artifacts_across`` in ``pages`` is the list across
+agents), ``versions`` (a record's history: its versions, one version, a diff; used as
 ``selectors.versions``), ``dashboard`` (an agent's activity per hour, kinds with counts, latest
 events; used as ``selectors.dashboard``). ``visible`` arguments are the access filters from ``access`` (None: all of the agent).
 """

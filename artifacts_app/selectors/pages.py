@@ -15,12 +15,14 @@ from typing import Any, TypeVar
 
 from django.db.models import Model, Q, QuerySet
 
+from artifacts_app import search
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent, Artifact, Session
 from artifacts_app.names import keyed_id
 from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, ValuesRow, iso_ms
 from artifacts_app.selectors.agents import agent_get, session_pk
+from artifacts_app.selectors.search import search_filter
 from artifacts_app.values import check_text
 
 M = TypeVar("M", bound=Model)
@@ -138,10 +140,13 @@ def artifacts_page(
     session_id: str | None = None,
     source: str | None = None,
     key: str | None = None,
+    q: str | None = None,
+    where: str | JSON | None = None,
     limit: int | None = DEFAULT_LIMIT,
     cursor: str | None = None,
 ) -> Page:
-    """One page of the agent's artifacts, newest-updated first (ties by id descending)."""
+    """One page of the agent's artifacts, newest-updated first (ties by id descending); ``q``
+    and ``where`` search them (API.md "Search": JSON text or the parsed object)."""
     agent = agent_get(agent)
     size = check_limit(limit)
     for name, value in (
@@ -151,7 +156,9 @@ def artifacts_page(
         ("source", source),
     ):
         check_text(value, field=name, code="invalid_query")
+    text, condition = search.check_q(q), search.check_where(where)
     qs = Artifact.objects.filter(agent_id=agent.pk)
+    qs = search_filter(qs, text=text, where=condition)
     if visible is not None:
         qs = qs.filter(visible)
     if kind is not None:
@@ -171,52 +178,69 @@ def artifacts_page(
 
 
 ACROSS_FIELDS = (*RECORD_FIELDS, "agent__slug")
+MAX_AGENTS = 100
 
 
 def artifacts_across(
     *,
-    agents: Sequence[Agent] | None = None,
-    visible: Q | None = None,
+    visible: Q | None,
+    agents: Sequence[str] | None = None,
     kind: str | None = None,
     session_id: str | None = None,
     source: str | None = None,
+    key: str | None = None,
+    q: str | None = None,
+    where: str | JSON | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int | None = DEFAULT_LIMIT,
     cursor: str | None = None,
 ) -> Page:
-    """One page of records across agents (``agents``; None: every agent), newest-updated first,
-    ties by id descending; each row also carries ``agent__slug``. ``since``/``until`` bound
-    ``updated_at`` (``since`` included, ``until`` excluded). The same keyset walk as
-    ``artifacts_page``: one statement per page, over the ``(updated_at, id)`` index (the agent's
-    own when one agent is asked), however many records the store holds."""
+    """One page of artifacts across agents (API.md "Search", ``GET /api/v1/artifacts``), newest-
+    updated first (ties by id), each row with its ``agent__slug``: the list of ``artifacts_page``
+    with the same filters and search, over the agents named in ``agents`` (None: all), narrowed by
+    ``visible`` (``access.visible_across``: None for staff, the caller's sessions for a user, its
+    own agent for an agent key). ``since``/``until`` bound ``updated_at`` (``since`` included,
+    ``until`` excluded: the admin's home)."""
     size = check_limit(limit)
-    for name, value in (("kind", kind), ("sessionId", session_id), ("source", source)):
+    for name, value in (
+        ("kind", kind),
+        ("sessionId", session_id),
+        ("key", key),
+        ("source", source),
+        *(("agent", slug) for slug in agents or ()),
+    ):
         check_text(value, field=name, code="invalid_query")
+    if agents is not None and len(agents) > MAX_AGENTS:
+        raise ArtifactError(
+            "invalid_query",
+            f"Name at most {MAX_AGENTS} agents.",
+            {"field": "agent", "max": MAX_AGENTS},
+        )
+    text, condition = search.check_q(q), search.check_where(where)
     qs = Artifact.objects.all()
-    if agents is not None:
-        pks = [agent.pk for agent in agents]
-        if not pks:
-            return Page(rows=[], next_cursor=None)
-        qs = qs.filter(agent_id=pks[0]) if len(pks) == 1 else qs.filter(agent_id__in=pks)
     if visible is not None:
         qs = qs.filter(visible)
+    if agents:
+        found = dict(Agent.objects.filter(slug__in=set(agents)).values_list("pk", "slug"))
+        if not found:
+            return Page(rows=[], next_cursor=None)
+        qs = qs.filter(agent_id__in=sorted(found))
+        if key is not None:
+            qs = qs.filter(pk__in=[keyed_id(slug, key) for slug in found.values()])
     if kind is not None:
         qs = qs.filter(kind=kind)
     if source is not None:
         qs = qs.filter(source=source)
+    if key is not None:
+        qs = qs.filter(key=key)
     if session_id is not None:
-        if agents is not None and len(agents) == 1:
-            found = session_pk(agents[0].pk, session_id)
-            if found is None:
-                return Page(rows=[], next_cursor=None)
-            qs = qs.filter(session_id=found)
-        else:
-            qs = qs.filter(session_id__in=Session.objects.filter(sid=session_id).values("pk"))
+        qs = qs.filter(session__sid=session_id)
     if since is not None:
         qs = qs.filter(updated_at__gte=since)
     if until is not None:
         qs = qs.filter(updated_at__lt=until)
+    qs = search_filter(qs, text=text, where=condition)
     return keyset_page(
         qs, moment="updated_at", tiebreak="id", fields=ACROSS_FIELDS, size=size, cursor=cursor
     )
@@ -225,12 +249,13 @@ def artifacts_across(
 KINDS_SAMPLE = 1000
 
 
-def kinds_recent(*, agents: Sequence[Agent] | None = None, sample: int = KINDS_SAMPLE) -> list[str]:
-    """The kinds among the newest ``sample`` records (of ``agents``; None: all), sorted: a
-    bounded walk of the ``(updated_at, id)`` index, where a DISTINCT would read every row."""
+def kinds_recent(*, agents: Sequence[str] | None = None, sample: int = KINDS_SAMPLE) -> list[str]:
+    """The kinds among the newest ``sample`` records (of the agents named ``agents``; None: all),
+    sorted: a bounded walk of the ``(updated_at, id)`` index, where a DISTINCT would read every
+    row."""
     qs = Artifact.objects.all()
-    if agents is not None:
-        qs = qs.filter(agent_id__in=[agent.pk for agent in agents])
+    if agents:
+        qs = qs.filter(agent__slug__in=list(agents))
     recent = qs.order_by("-updated_at", "-id").values_list("kind", flat=True)[:sample]
     return sorted(set(recent))
 

@@ -6,7 +6,7 @@ plain Python values; none of them writes a model itself. Access is decided by th
 
 ``artifacts`` (tag, delete, evict), ``kinds`` (kinds declared over HTTP), ``history`` (restore, pin), ``pruning`` (prune), ``rules`` (the Tag rules that need no
 database), ``sessions``, ``agents`` (freeform and declared), ``secrets`` (keys and tokens), ``tool``
-(running a model's call), ``blobs`` (collecting unreferenced blobs). The reads they need, and that
+(running a model's call), ``blobs`` (collecting unreferenced blobs), ``indexing`` (the search index's backfill). The reads they need, and that
 callers used to find here (``agent_get``, ``token_lookup``), are ``selectors``' and re-exported.
 """
 
@@ -25,6 +25,7 @@ from artifacts_app.services.artifacts import (
 )
 from artifacts_app.services.blobs import GcReport, blob_collect_one, blobs_collect
 from artifacts_app.services.history import artifact_pin, artifact_restore
+from artifacts_app.services.indexing import search_backfill
 from artifacts_app.services.kinds import kinds_declare
 from artifacts_app.services.pruning import (
     PruneReport,
@@ -70,6 +71,7 @@ __all__ = [
     "new_id",
     "parse_data",
     "parse_duration",
+    "search_backfill",
     "session_create",
     "tag_validate",
     "token_lookup",

@@ -15,14 +15,14 @@ from datetime import datetime
 from django.db import connection
 from django.utils import timezone
 
-from artifacts_app import selectors
+from artifacts_app import search, selectors
 from artifacts_app.errors import ConflictError, NotFoundError
 from artifacts_app.events import EventBatch
 from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Agent
 from artifacts_app.names import keyed_id, new_id
 from artifacts_app.records import DEFAULT_BYTES_TYPE, ArtifactRecord, ContentInfo
-from artifacts_app.services import _sql
+from artifacts_app.services import _index, _sql
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,18 @@ class Tag:
     artifact_id: str | None = None  # re-tag this existing record (artifact_content_put)
 
 
-def tag_locked(tag: Tag, content: ContentInfo | None, *, carry_content: bool = True) -> TagResult:
-    """The write of a tag, under the agent's lock: the record, its new version, eviction, events.
+def tag_locked(
+    tag: Tag,
+    content: ContentInfo | None,
+    *,
+    carry_content: bool = True,
+    head: bytes | None = None,
+) -> TagResult:
+    """The write of a tag, under the agent's lock: the record, its new version, its search words,
+    eviction, events.
 
     ``carry_content`` False (restore): no content but ``content`` itself, whatever the record had.
+    ``head``: the first bytes of a content stored for this tag, as they streamed (``StoredBlob``).
     """
     agent = tag.agent
     # One cursor for every statement of the tag (``_sql``: opening one per statement, through the
@@ -73,6 +81,7 @@ def tag_locked(tag: Tag, content: ContentInfo | None, *, carry_content: bool = T
             _sql.artifact_insert(cursor, artifact_id, agent.pk, values)
             count += 1
         _versions_write(cursor, artifact_id, previous, number, tag.keep_versions, values)
+        _index_write(cursor, tag, artifact_id, content, head)
         record = _record(tag, artifact_id, content, previous, number, now)
         batch = EventBatch(agent_id=agent.pk, last_seq=last_seq, prepared_at=(now, values.at))
         _tag_events(batch, record, previous, session_pk, now)
@@ -86,6 +95,33 @@ def tag_locked(tag: Tag, content: ContentInfo | None, *, carry_content: bool = T
         batch.store(cursor)
         _sql.agent_counters_save(cursor, agent.pk, _sql.Counters(count, batch.last_seq))
     return TagResult(record=record, created=previous is None)
+
+
+def _index_write(
+    cursor: _sql.Cursor,
+    tag: Tag,
+    artifact_id: str,
+    content: ContentInfo | None,
+    head: bytes | None,
+) -> None:
+    """The record's search words, in the tag's transaction (read-your-writes): its fields, and
+    the words of a text content — from the bytes as they streamed, or kept on its blob row."""
+    words = None
+    if content is not None and search.searchable_type(content.content_type):
+        if head is not None:
+            words = search.content_words(head)
+            _index.blob_words_keep(cursor, content.sha256, words)
+        else:
+            words = _index.blob_words(cursor, content.sha256)
+    _index.index_write(
+        cursor,
+        artifact_id,
+        kind=tag.kind,
+        key=tag.key,
+        title=tag.title,
+        data=tag.data,
+        content=words,
+    )
 
 
 def _session_pk(cursor: _sql.Cursor, agent: Agent, session_id: str | None) -> int | None:

@@ -106,11 +106,11 @@ def artifact_tag(
     )
     if contents is not None and artifact_id is None and agent.artifact_count >= spec.max:
         _room_check(agent, spec.max, key)
-    content = None
+    content = head = None
     if contents is not None:
-        content = _content_store(agent, session_id, contents, content_type)
+        content, head = _content_store(agent, session_id, contents, content_type)
     with transaction.atomic():
-        return tag_locked(tag, content)
+        return tag_locked(tag, content, head=head)
 
 
 def _room_check(agent: Agent, cap: int, key: str | None) -> None:
@@ -125,15 +125,16 @@ def _room_check(agent: Agent, cap: int, key: str | None) -> None:
 
 def _content_store(
     agent: Agent, session_id: str | None, contents: Contents, content_type: str | None
-) -> ContentInfo:
-    """Store the blob before the lock (its Blob row, committed, is the gc claim)."""
+) -> tuple[ContentInfo, bytes]:
+    """Store the blob before the lock (its Blob row, committed, is the gc claim); answers it and
+    its first bytes (search reads a text content's words from them)."""
     if session_id is not None and selectors.session_pk(agent.pk, session_id) is None:
         # Checked before the blob is written, to leave no garbage; checked again under the lock.
         raise unknown_session(agent, session_id)
     stored = blobs.blob_put(contents)
     if content_type is None:
         content_type = DEFAULT_TEXT_TYPE if isinstance(contents, str) else DEFAULT_BYTES_TYPE
-    return ContentInfo(stored.size, content_type, stored.sha256)
+    return ContentInfo(stored.size, content_type, stored.sha256), stored.head
 
 
 def artifacts_evict(*, agent: Agent, max: int) -> int:
@@ -194,7 +195,7 @@ def artifact_content_put(
             source=row["source"],
             artifact_id=artifact_id,
         )
-        return tag_locked(tag, content)
+        return tag_locked(tag, content, head=stored.head)
 
 
 def _retag_row(agent: Agent, artifact_id: str) -> ValuesRow:

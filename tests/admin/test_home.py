@@ -135,7 +135,7 @@ def _statements(client, url: str) -> int:
 def test_the_same_statements_per_page_at_10_and_10000_records(staff_client):
     small = services.agent_create(slug="small")
     _bulk(small, 10)
-    urls = [HOME, HOME + "?kind=report", HOME + "?agent=small"]
+    urls = [HOME, HOME + "?kind=report", HOME + "?agent=small", HOME + "?q=row"]
     at_10 = [_statements(staff_client, url) for url in urls]
     big = services.agent_create(slug="big")
     _bulk(big, 10_000)
@@ -147,3 +147,34 @@ def test_the_same_statements_per_page_at_10_and_10000_records(staff_client):
     cursor = page.split('href="?cursor=')[1].split('"')[0]
     assert _statements(staff_client, HOME + "?cursor=" + cursor) == at_10000[0]
     assert older is not None
+
+
+@pytest.mark.parametrize(
+    ("query", "keys"),
+    [
+        ("?q=123457", [f"{LONG}123457"]),
+        ("?q=reviewed+-reject", [f"{LONG}123456"]),
+        ('?where={"verdict":"approve"}', [f"{LONG}123456"]),
+        ("?q=heading", ["notes/today.md"]),  # the text of a Markdown content
+        ("?agent=writer&q=reviewed", []),
+    ],
+)
+def test_search_box_takes_q_and_where_across_agents(staff_client, two_agents, query, keys):
+    html = staff_client.get(HOME + query).content.decode()
+    rows = html.split('<tr data-id="')[1:]
+    found = [r.split('class="row-link">')[0].split(" · ")[-1].rstrip('"') for r in rows]
+    assert len(rows) == len(keys), found
+    for row, key in zip(rows, keys, strict=True):
+        assert key in row
+
+
+@pytest.mark.parametrize(
+    ("query", "says"),
+    [('?where={"$bogus":1}', "$bogus"), ("?where=[1", "where"), ("?q=" + "w+" * 40, "32")],
+)
+def test_a_malformed_search_is_a_message_naming_the_part(staff_client, two_agents, query, says):
+    response = staff_client.get(HOME + query)
+    assert response.status_code == 200
+    html = response.content.decode()
+    message = html.split('class="error"')[1].split("</li>")[0]
+    assert says in message

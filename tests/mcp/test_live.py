@@ -415,3 +415,31 @@ async def test_an_unrevoked_listener_keeps_its_notifications(world: World, live)
             await _tag(live, world.agent_key, key="later", data=1, sessionId=world.alice_session)
             event = await asyncio.wait_for(changes.__aiter__().__anext__(), 30)
             assert type(event).__name__ == "ResourcesListChanged"
+
+
+async def test_list_artifacts_searches_with_q_and_where(world: World, live):
+    async with mcp(live, world.agent_key) as client:
+        found = await client.call_tool("list_artifacts", {"q": "hello"})
+        assert not found.is_error
+        assert [r["id"] for r in found.structured_content["results"]] == [world.content_id]
+        where = {"url": {"$in": ["https://x/pr/0", "https://x/pr/1"]}}
+        by_object = await client.call_tool("list_artifacts", {"where": where})
+        by_text = await client.call_tool("list_artifacts", {"where": json.dumps(where)})
+        rest_page = (
+            await rest(
+                live,
+                "GET",
+                "/reviewer/v1/artifacts?"
+                + httpx.QueryParams({"where": json.dumps(where)}).__str__(),
+                world.agent_key,
+            )
+        ).json()
+        expected = [r["id"] for r in rest_page["results"]]
+        assert len(expected) == 2
+        assert [r["id"] for r in by_object.structured_content["results"]] == expected
+        assert [r["id"] for r in by_text.structured_content["results"]] == expected
+        bad = await client.call_tool("list_artifacts", {"where": {"url": {"$regex": "x"}}})
+        assert bad.is_error and envelope_of(bad)["code"] == "invalid_query"
+        assert envelope_of(bad)["details"]["part"] == "url.$regex"
+        bad_q = await client.call_tool("list_artifacts", {"q": "x" * 600})
+        assert bad_q.is_error and envelope_of(bad_q)["details"]["field"] == "q"

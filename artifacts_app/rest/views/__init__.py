@@ -12,6 +12,7 @@ from __future__ import annotations
 from artifacts_app.rest.views.artifacts import (
     TAG_FIELDS,
     ArtifactDetailView,
+    ArtifactsAcrossView,
     ArtifactsView,
     tag_json,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "TAG_FIELDS",
     "AgentView",
     "ArtifactDetailView",
+    "ArtifactsAcrossView",
     "ArtifactsView",
     "ContentView",
     "SessionDetailView",

@@ -26,7 +26,16 @@ from artifacts_app.rest.parsers import (
     MultiPartParser,
     part_content_type,
 )
-from artifacts_app.rest.schema import CURSOR, JSON_BODY, LIMIT, PAGE, TAG, errors, query_text
+from artifacts_app.rest.schema import (
+    CURSOR,
+    JSON_BODY,
+    LIMIT,
+    PAGE,
+    SEARCH,
+    TAG,
+    errors,
+    query_text,
+)
 from artifacts_app.rest.views.base import AgentView, json_response, object_body
 from artifacts_app.services import TagResult
 from artifacts_app.services.artifacts import Contents
@@ -99,6 +108,7 @@ class ArtifactsView(AgentView):
             OpenApiParameter("sessionId", query_text(SESSION_ID_MAX)),
             OpenApiParameter("source", str, enum=["host", "model"]),
             OpenApiParameter("key", query_text(KEY_MAX)),
+            *SEARCH,
             LIMIT,
             CURSOR,
         ],
@@ -115,6 +125,8 @@ class ArtifactsView(AgentView):
             session_id=query["sessionId"],
             source=query["source"],
             key=query["key"],
+            q=query["q"],
+            where=query["where"],
             limit=query["limit"],
             cursor=query["cursor"],
         )
@@ -192,6 +204,59 @@ class ArtifactsView(AgentView):
                 )
             content_type = sent
         return body, upload, content_type
+
+
+class ArtifactsAcrossView(AgentView):
+    """``GET /api/v1/artifacts``: the list and its search across every agent the caller may see
+    (API.md "Search"); each record carries ``agent``, its agent's slug."""
+
+    @extend_schema(
+        operation_id="artifacts_across",
+        summary="List artifacts across agents, newest-updated first (ties by id)",
+        parameters=[
+            OpenApiParameter(
+                "agent",
+                query_text(63),
+                many=True,
+                description="An agent's slug (repeatable); none: every agent the caller may see.",
+            ),
+            OpenApiParameter("kind", query_text(KIND_MAX)),
+            OpenApiParameter("sessionId", query_text(SESSION_ID_MAX)),
+            OpenApiParameter("source", str, enum=["host", "model"]),
+            OpenApiParameter("key", query_text(KEY_MAX)),
+            *SEARCH,
+            LIMIT,
+            CURSOR,
+        ],
+        responses={200: s.AcrossPageSerializer, **errors(*PAGE)},
+    )
+    def get(self, request: Request) -> HttpResponse:
+        visible = access.visible_across(self.caller())
+        query = cleaned(ArtifactFilter, request.query_params)
+        page = selectors.artifacts_across(
+            visible=visible,
+            agents=request.query_params.getlist("agent") or None,
+            kind=query["kind"],
+            session_id=query["sessionId"],
+            source=query["source"],
+            key=query["key"],
+            q=query["q"],
+            where=query["where"],
+            limit=query["limit"],
+            cursor=query["cursor"],
+        )
+        return json_response(
+            {
+                "results": [{**record_json(row), "agent": row["agent__slug"]} for row in page.rows],
+                "next": next_url(request, page.next_cursor),
+            }
+        )
+
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:  # HttpResponse
+        access.visible_across(self.caller())
+        response = HttpResponse(status=204)
+        response["Allow"] = ", ".join(self.allowed_methods)
+        return response
 
 
 class ArtifactDetailView(AgentView):

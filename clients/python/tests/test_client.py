@@ -277,3 +277,24 @@ def test_schema_refusal_carries_the_validator_details(client):
         client.tag(kind="reviewed-pr", data={"verdict": "approve"})
     assert err.value.status == 400 and err.value.code == "schema_invalid"
     assert any(d["loc"] == ["url"] for d in err.value.details), err.value.details
+
+
+def test_list_searches_with_q_and_where(client):
+    marker = unique("quandong")
+    made = [
+        client.tag(kind="report", key=f"{marker}-{i}", data=f"{marker} {i}", title=f"T{i}")
+        for i in range(3)
+    ]
+    found = list(client.list(q=marker.replace("-", " ")))
+    assert [r.id for r in found] == [r.id for r in reversed(made)]
+    pr = unique("https://x/search")
+    record = client.tag(kind="reviewed-pr", key=pr, data={"url": pr, "verdict": "approve"})
+    where = {"url": pr, "verdict": {"$in": ["approve", "reject"]}}
+    assert [r.id for r in client.list(where=where)] == [record.id]
+    assert [r.id for r in client.list(kind="reviewed-pr", where='{"url": "' + pr + '"}')] == [
+        record.id
+    ]
+    with pytest.raises(ClientError) as err:
+        list(client.list(where={"url": {"$regex": "x"}}))
+    assert err.value.status == 400 and err.value.code == "invalid_query"
+    assert err.value.details["part"] == "url.$regex"

@@ -123,11 +123,14 @@ class AsyncArtifactsClient:
         session_id: str | None = None,
         source: str | None = None,
         key: str | None = None,
+        q: str | None = None,
+        where: dict[str, Any] | str | None = None,
         page_size: int = 200,
     ) -> AsyncIterator[ArtifactRecord]:
         url, params = self.wire.artifacts_query(
-            kind=kind, session_id=session_id, source=source, key=key, limit=page_size
-        )
+            kind=kind, session_id=session_id, source=source, key=key, q=q, where=where,
+            limit=page_size,
+        )  # fmt: skip
         return self._pages(url, params, record_from_json)
 
     async def get(self, artifact_id: str) -> ArtifactRecord:

@@ -146,12 +146,17 @@ class ArtifactsClient:
         session_id: str | None = None,
         source: str | None = None,
         key: str | None = None,
+        q: str | None = None,
+        where: dict[str, Any] | str | None = None,
         page_size: int = 200,
     ) -> Iterator[ArtifactRecord]:
-        """Every record matching the filters, newest-updated first, fetching page after page."""
+        """Every record matching the filters, newest-updated first, fetching page after page.
+        ``q`` searches words, ``where`` (an object, or its JSON text) conditions over ``data``
+        (API.md "Search")."""
         url, params = self.wire.artifacts_query(
-            kind=kind, session_id=session_id, source=source, key=key, limit=page_size
-        )
+            kind=kind, session_id=session_id, source=source, key=key, q=q, where=where,
+            limit=page_size,
+        )  # fmt: skip
         return self._pages(url, params, record_from_json)
 
     def get(self, artifact_id: str) -> ArtifactRecord:

@@ -219,12 +219,18 @@ class Wire:
         session_id: str | None = None,
         source: str | None = None,
         key: str | None = None,
+        q: str | None = None,
+        where: dict[str, Any] | str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
     ) -> tuple[str, dict[str, Any]]:
+        """The list's URL and query; ``where`` as an object is sent as its JSON text."""
+        if where is not None and not isinstance(where, str):
+            where = json.dumps(where, ensure_ascii=False, separators=(",", ":"))
         return self.url("artifacts"), _filters(
-            kind=kind, session_id=session_id, source=source, key=key, limit=limit, cursor=cursor
-        )
+            kind=kind, session_id=session_id, source=source, key=key, q=q, where=where,
+            limit=limit, cursor=cursor,
+        )  # fmt: skip
 
     def sessions_query(self, *, limit: int | None = None) -> tuple[str, dict[str, Any]]:
         return self.url("sessions"), _filters(limit=limit)
