@@ -13,6 +13,7 @@ by id (``selectors.sessions_search``). ``preview`` answers a card's rendered pre
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -24,6 +25,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from artifacts_app import access, media, previews, selectors, services
 from artifacts_app.errors import ArtifactError, NotFoundError
+from artifacts_app.registry import spec_for
 from artifacts_app.selectors import versions
 from artifacts_app.values import check_text
 
@@ -85,6 +87,10 @@ def playground(request: HttpRequest) -> HttpResponse:
     visible = access.visible_sessions(caller, agent)
     sid = request.GET.get("session")
     text = request.GET.get("q")
+    kinds = _kinds(caller, agent)
+    context.update(kinds=kinds, find=request.GET.get("find"), kind=request.GET.get("kind") or "")
+    if context["find"] is not None and not sid:
+        return _find(request, context, caller, agent)
     if text is not None and not sid:
         return _search(request, context, agent, visible, text)
     newest, _ = selectors.session_summaries(agent=agent, visible=visible, limit=SESSIONS_SHOWN)
@@ -117,12 +123,61 @@ def playground(request: HttpRequest) -> HttpResponse:
         config={
             "agent": agent.slug,
             "session": sid,
+            "kind": context["kind"],
             "after": after,
             "capped": summary.count_capped or page.next_cursor is not None,
             "records": [record.to_json() for record in page.records()],
         },
     )
     return render(request, "playground/index.html", context)
+
+
+def _kinds(caller: access.Caller, agent: Any) -> list[str]:
+    """The kinds to filter by: those declared, else those among the newest records the caller
+    may see (a bounded read)."""
+    declared = list(spec_for(agent).kinds)
+    if declared:
+        return sorted(declared)
+    return selectors.kinds_recent(agents=[agent.slug], visible=access.visible(caller, agent))
+
+
+def _find(
+    request: HttpRequest, context: dict[str, Any], caller: access.Caller, agent: Any
+) -> HttpResponse:
+    """Search the artifacts of the sessions the caller may see (API.md "Search": ``q``), of one
+    kind or all, newest first: cards that open their session."""
+    text = (context["find"] or "").strip()
+    try:
+        page = selectors.artifacts_page(
+            agent=agent,
+            visible=access.visible(caller, agent),
+            q=text or None,
+            kind=context["kind"] or None,
+            limit=ARTIFACTS_SHOWN,
+        )
+        found = page.records()
+        more = page.next_cursor is not None
+    except ArtifactError as exc:
+        messages.error(request, exc.message)
+        found, more = [], False
+    context.update(
+        found=[
+            {
+                "record": record,
+                "url": _page_url(agent.slug, record.session_id) if record.session_id else None,
+                "data": _snippet(record.data),
+            }
+            for record in found
+        ],
+        found_more=more,
+        find=text,
+    )
+    return render(request, "playground/index.html", context)
+
+
+def _snippet(data: Any, chars: int = 600) -> str:
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
 @login_required

@@ -249,13 +249,17 @@ def artifacts_across(
 KINDS_SAMPLE = 1000
 
 
-def kinds_recent(*, agents: Sequence[str] | None = None, sample: int = KINDS_SAMPLE) -> list[str]:
-    """The kinds among the newest ``sample`` records (of the agents named ``agents``; None: all),
-    sorted: a bounded walk of the ``(updated_at, id)`` index, where a DISTINCT would read every
-    row."""
+def kinds_recent(
+    *, agents: Sequence[str] | None = None, visible: Q | None = None, sample: int = KINDS_SAMPLE
+) -> list[str]:
+    """The kinds among the newest ``sample`` records (of the agents named ``agents``; None: all;
+    narrowed by ``visible``), sorted: a bounded walk of the ``(updated_at, id)`` index, where a
+    DISTINCT would read every row."""
     qs = Artifact.objects.all()
     if agents:
         qs = qs.filter(agent__slug__in=list(agents))
+    if visible is not None:
+        qs = qs.filter(visible)
     recent = qs.order_by("-updated_at", "-id").values_list("kind", flat=True)[:sample]
     return sorted(set(recent))
 

@@ -173,8 +173,38 @@
     let newest = "";
     records.forEach((record) => { if ((record.updatedAt || "") > newest) newest = record.updatedAt; });
     if (newest && newest > (config.lastActivity || "")) document.getElementById("fact-last").textContent = isoSeconds(newest);
-    if (!config.capped) document.getElementById("fact-count").textContent = String(cards.size);
+    if (!config.capped) {
+      document.getElementById("fact-count").textContent = String(cards.size);
+      // The picker's count is the same figure: it changes with the header's.
+      const option = document.querySelector("#session-select option:checked");
+      if (option && option.value === config.session) {
+        option.dataset.count = String(cards.size);
+        option.textContent = [option.value, option.dataset.owner, option.dataset.created,
+          cards.size + " artifact" + (cards.size === 1 ? "" : "s")].join(" · ");
+      }
+    }
+    filterKind();
   }
+
+  // --- the kind filter: cards of other kinds hidden, turns left empty hidden ---------------------
+  const kindSelect = document.getElementById("card-kind");
+  function filterKind() {
+    if (!kindSelect) return;
+    const wanted = kindSelect.value;
+    let shown = 0;
+    cards.forEach((card, id) => {
+      const record = records.get(id);
+      const hide = Boolean(wanted) && (!record || record.kind !== wanted);
+      card.hidden = hide;
+      if (!hide) shown += 1;
+    });
+    groups.forEach((section) => {
+      section.hidden = !section.querySelector(".card:not([hidden])");
+    });
+    document.getElementById("card-kind-shown").textContent =
+      wanted ? shown + " of " + cards.size + " shown" : "";
+  }
+  if (kindSelect) kindSelect.addEventListener("change", filterKind);
 
   function flash(card) {
     card.classList.remove("flash");

@@ -297,3 +297,86 @@ def test_keyboard_focus_is_visible_and_controls_labelled(live, seeded, sup):
     page.focus("#f-kind")
     outline = page.evaluate("() => getComputedStyle(document.activeElement).outlineStyle")
     assert outline != "none"
+
+
+# --- the playground (a session's owner) -------------------------------------------------------
+
+PLAY = "/playground/?agent=reviewer&session=s_live"
+
+
+@pytest.fixture(scope="module")
+def alice(live, browser, seeded):
+    live.python(
+        "from artifacts_app import services\n"
+        "for n in range(7):\n"
+        "    services.artifact_tag(agent='reviewer', kind='report' if n % 2 else 'reviewed-pr',"
+        " key=f'play-{n}', title=f'Card {n}', data={'n': n, 'url': f'u{n}'}, session_id='s_live', turn_id='t-1',"
+        " contents=b'# A heading in a preview\\n\\nbody text ' + str(n).encode(),"
+        " content_type='text/markdown')\n"
+        "services.artifact_tag(agent='reviewer', kind='report', key='not-alices',"
+        " title='Card in another session', data={}, session_id='s_other')\n"
+    )
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.goto(f"{live.url}/accounts/login/?next=/playground/")
+    page.fill("#id_username", "alice")
+    page.fill("#id_password", "alice-pw-12345")
+    page.click("#login-submit")
+    page.wait_for_load_state("networkidle")
+    yield page
+    context.close()
+
+
+def test_playground_cards_use_the_windows_width_and_headings_stay_small(live, alice):
+    page = alice
+    page.goto(live.url + PLAY)
+    cards = page.locator("#cards .card")
+    expect(cards).to_have_count(7)
+    expect(cards.first.locator(".preview-markdown h1")).to_be_visible()
+    tops = [round(card.bounding_box()["y"]) for card in cards.all()[:4]]
+    assert len(set(tops[:3])) == 1, tops  # three cards side by side at 1280 px
+    main = page.locator("main").bounding_box()
+    assert main["width"] > 1200, main  # the window's width, not a fixed column
+    size = lambda loc: float(loc.evaluate("e => getComputedStyle(e).fontSize")[:-2])  # noqa: E731
+    assert size(cards.first.locator(".preview-markdown h1")) <= size(cards.first.locator(".title"))
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    page.screenshot(path=shot("playground-grid.png"))
+
+
+def test_playground_counts_agree_and_follow_new_cards(live, alice):
+    page = alice
+    page.goto(live.url + PLAY)
+    expect(page.locator("#cards .card")).to_have_count(7)
+    option = page.locator("#session-select option:checked")
+    expect(page.locator("#fact-count")).to_have_text("7")
+    expect(option).to_contain_text("· 7 artifacts")
+    expect(page.locator("#status")).to_have_attribute("data-state", "live", timeout=10_000)
+    live.tag(kind="report", key="play-live", title="Card live", data={}, sessionId="s_live")
+    expect(page.locator("#fact-count")).to_have_text("8")
+    expect(option).to_contain_text("· 8 artifacts")
+    live.delete(
+        live.python(
+            "from artifacts_app import services; print(services.keyed_id('reviewer', 'play-live'))"
+        ).split()[-1]
+    )
+    expect(page.locator("#fact-count")).to_have_text("7")
+
+
+def test_playground_kind_filter_and_search_of_ones_own_sessions(live, alice):
+    page = alice
+    page.goto(live.url + PLAY)
+    expect(page.locator("#cards .card")).to_have_count(7)
+    page.select_option("#card-kind", "report")
+    expect(page.locator("#cards .card:visible")).to_have_count(3)
+    expect(page.locator("#card-kind-shown")).to_have_text("3 of 7 shown")
+    # Search: the caller's own sessions only, by words, with a kind.
+    page.fill("#find", "card")
+    page.select_option("#find-kind", "report")
+    page.click("#find-go")
+    page.wait_for_url(re.compile(r"find=card"))
+    found = page.locator("#found-cards .card")
+    expect(found).to_have_count(3)
+    expect(page.locator("#found-cards")).not_to_contain_text("another session")
+    page.screenshot(path=shot("playground-search.png"))
+    found.first.locator(".title a").click()
+    page.wait_for_url(re.compile(r"session=s_live"))
