@@ -218,8 +218,8 @@ class ArtifactAdmin(RawIdMixin, SupervisorMixin, UncountedAdmin):
     def title_key(self, obj: Artifact) -> str:
         return format_html(
             '<span class="cell-main">{}</span><span class="cell-sub">{}</span>',
-            elide(obj.title or obj.key or obj.pk, 30),
-            elide(obj.key, 30),
+            elide(obj.title or obj.key or obj.pk, 26),
+            elide(obj.key, 22),
         )
 
     @admin.display(description="kind · source")
