@@ -178,3 +178,15 @@ def test_a_malformed_search_is_a_message_naming_the_part(staff_client, two_agent
     html = response.content.decode()
     message = html.split('class="error"')[1].split("</li>")[0]
     assert says in message
+
+
+@pytest.mark.parametrize("who", ["anonymous", "staff"])
+def test_root_leads_to_the_admin_playground_and_docs(client, django_user_model, who, settings):
+    settings.DEBUG = False
+    if who == "staff":
+        client.force_login(django_user_model.objects.create_user("s", is_staff=True))
+    response = client.get("/")
+    assert response.status_code == 200  # never a redirect: no loop, logged in or not
+    html = response.content.decode()
+    for href in ('href="/admin/"', 'href="/playground/"', 'href="/api/docs/"'):
+        assert href in html

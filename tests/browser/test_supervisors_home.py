@@ -32,10 +32,11 @@ LONG = "https://github.com/some-organisation/a-rather-long-repository-name/pull/
 TITLE = "Reviewed a pull request whose title is far longer than any column could ever show whole"
 
 
-def shot(name: str) -> str:
-    folder = ROOT / (
-        "docs/img" if os.environ.get("ARTIFACTS_SCREENSHOTS") == "1" else "var/screenshots"
-    )
+def shot(name: str, *, doc: bool = False) -> str:
+    """Where a screenshot goes: ``var/screenshots/``; the ones docs/supervisors.md shows go to
+    ``docs/img/`` when ``ARTIFACTS_SCREENSHOTS=1``."""
+    to_docs = doc and os.environ.get("ARTIFACTS_SCREENSHOTS") == "1"
+    folder = ROOT / ("docs/img" if to_docs else "var/screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     return str(folder / name)
 
@@ -380,3 +381,30 @@ def test_playground_kind_filter_and_search_of_ones_own_sessions(live, alice):
     page.screenshot(path=shot("playground-search.png"))
     found.first.locator(".title a").click()
     page.wait_for_url(re.compile(r"session=s_live"))
+
+
+def test_walk_from_what_shipped_today_to_a_version_diff(live, seeded, sup):
+    """docs/supervisors.md's walk, step by step, each step a screenshot."""
+    page = sup
+    today = page.evaluate("() => new Date().toISOString().slice(0, 10)")
+    page.goto(f"{live.url}/admin/")
+    page.fill("#f-since", today)
+    page.click("#shipped-filters input[type=submit]")
+    page.wait_for_url(re.compile(r"since=" + today))
+    expect(page.locator(f"#shipped tr[data-id='{seeded['log']}']")).to_be_visible()
+    page.screenshot(path=shot("supervisors-1-today.png", doc=True))
+    page.fill("#f-q", "run log")
+    page.click("#shipped-filters input[type=submit]")
+    page.wait_for_url(re.compile(r"q=run"))
+    expect(page.locator("#shipped tbody tr")).to_have_count(1)
+    page.screenshot(path=shot("supervisors-2-search.png", doc=True))
+    page.locator("#shipped a.row-link").first.click()
+    page.wait_for_url(re.compile(r"/change/$"))
+    page.locator("#versions").scroll_into_view_if_needed()
+    page.screenshot(path=shot("supervisors-3-record.png", doc=True), full_page=True)
+    page.check("input[name=from][value='1']")
+    page.check("input[name=to][value='2']")
+    page.click("#history-compare-button")
+    page.wait_for_url(re.compile(r"/diff/"))
+    expect(page.locator(".content-lines td.added").first).to_be_visible()
+    page.screenshot(path=shot("supervisors-4-diff.png", doc=True), full_page=True)
