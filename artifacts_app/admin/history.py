@@ -274,17 +274,9 @@ def line_diff(
             left = list(range(i1, i2)) if tag in ("replace", "delete") else []
             right = list(range(j1, j2)) if tag in ("replace", "insert") else []
             for n in range(max(len(left), len(right))):
-                i = left[n] if n < len(left) else None
-                j = right[n] if n < len(right) else None
                 rows.append(
-                    (
-                        "removed" if i is not None else "blank",
-                        "" if i is None else str(i + 1),
-                        "" if i is None else old[i],
-                        "added" if j is not None else "blank",
-                        "" if j is None else str(j + 1),
-                        "" if j is None else new[j],
-                    )
+                    _side(old, left[n] if n < len(left) else None, "removed")
+                    + _side(new, right[n] if n < len(right) else None, "added")
                 )
     body = format_html_join(
         "",
@@ -300,6 +292,13 @@ def line_diff(
         to,
         body,
     )
+
+
+def _side(lines: list[str], at: int | None, changed: str) -> tuple[str, str, str]:
+    """One side of a changed row: (its class, its line number, its text); blank past its end."""
+    if at is None:
+        return ("blank", "", "")
+    return (changed, str(at + 1), lines[at])
 
 
 def _line_class(line: str) -> str:

@@ -287,6 +287,46 @@ def test_dark_mode_home(live, seeded, browser):
     context.close()
 
 
+CONTRAST = """() => {
+  const rgb = (c) => (c.match(/[\\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((acc, v, i) => acc + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const low = [];
+  let checked = 0;
+  for (const el of document.querySelectorAll('#content-main *')) {
+    const own = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.getClientRects().length) continue;
+    const a = lum(rgb(getComputedStyle(el).color).slice(0, 3)), b = lum(background(el));
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    checked += 1;
+    if (!(ratio >= 4.5)) low.push(el.tagName + '.' + el.className + ' ' + ratio.toFixed(2) + ' ' + el.textContent.trim().slice(0, 20));
+  }
+  return {checked, low: low.slice(0, 10)};
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_homes_text_has_contrast(live, seeded, browser, scheme):
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(f"{live.url}/admin/login/?next=/admin/")
+    page.fill("#id_username", "sup")
+    page.fill("#id_password", "sup-pw-12345")
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{live.url}/admin/")
+    found = page.evaluate(CONTRAST)
+    assert found["checked"] > 50, found  # every row's text was looked at
+    assert found["low"] == [], found
+    context.close()
+
+
 def test_keyboard_focus_is_visible_and_controls_labelled(live, seeded, sup):
     page = sup
     page.goto(f"{live.url}/admin/")
