@@ -219,7 +219,9 @@ def artifacts_across(
     if visible is not None:
         qs = qs.filter(visible)
     if agents:
-        found = dict(Agent.objects.filter(slug__in=set(agents)).values_list("pk", "slug"))
+        found = dict(
+            Agent.objects.filter(slug__in=set(agents)).order_by().values_list("pk", "slug")
+        )
         if not found:
             return Page(rows=[], next_cursor=None)
         qs = qs.filter(agent_id__in=sorted(found))
