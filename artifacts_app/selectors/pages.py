@@ -19,7 +19,7 @@ from artifacts_app import search
 from artifacts_app.errors import ArtifactError, NotFoundError
 from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent, Artifact, Session
-from artifacts_app.names import keyed_id
+from artifacts_app.names import SLUG_RE, keyed_id
 from artifacts_app.records import RECORD_FIELDS, ArtifactRecord, ValuesRow, iso_ms
 from artifacts_app.selectors.agents import agent_get, session_pk
 from artifacts_app.selectors.search import search_filter
@@ -217,12 +217,21 @@ def artifacts_across(
             f"Name at most {MAX_AGENTS} agents.",
             {"field": "agent", "max": MAX_AGENTS},
         )
+    for slug in agents or ():
+        if not SLUG_RE.fullmatch(slug):
+            raise ArtifactError(
+                "invalid_query",
+                f"`agent` is an agent's slug (lower-case letters, digits and -), not {slug!r}.",
+                {"field": "agent"},
+            )
     text, condition = search.check_q(q), search.check_where(where)
     qs = Artifact.objects.all()
     if visible is not None:
         qs = qs.filter(visible)
     if agents:
-        found = dict(Agent.objects.filter(slug__in=set(agents)).values_list("pk", "slug"))
+        found = dict(
+            Agent.objects.filter(slug__in=set(agents)).order_by().values_list("pk", "slug")
+        )
         if not found:
             return Page(rows=[], next_cursor=None)
         qs = qs.filter(agent_id__in=sorted(found))

@@ -9,6 +9,8 @@ on SQLite; the column itself on PostgreSQL).
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 from django.db.backends.utils import CursorWrapper
 
 from artifacts_app import search
@@ -56,7 +58,7 @@ def index_write(
     table = _q(cursor, Artifact._meta.db_table)
     if cursor.db.vendor == "postgresql":
         sql = f"UPDATE {table} SET {VECTOR_COLUMN} = %s::tsvector WHERE id = %s"
-        params: list[object] = [doc.tsvector(), artifact_id]
+        params: list[str | int] = [doc.tsvector(), artifact_id]
         if version is not None:
             sql += " AND version = %s"
             params.append(version)
@@ -82,9 +84,23 @@ def index_write(
     return True
 
 
-def unindexed(cursor: CursorWrapper, *, after: str, size: int) -> list[tuple[object, ...]]:
-    """Up to ``size`` records without words, in id order after ``after``: id, kind, key, title,
-    data (as stored), version, blob, content type, the blob's words."""
+class Unindexed(NamedTuple):
+    """A record without words, as the backfill reads it (``data`` as the column hands it back:
+    JSON text on SQLite, decoded on PostgreSQL)."""
+
+    id: str
+    kind: str
+    key: str | None
+    title: str | None
+    data: Any
+    version: int
+    blob_id: str | None
+    content_type: str | None
+    blob_words: str | None
+
+
+def unindexed(cursor: CursorWrapper, *, after: str, size: int) -> list[Unindexed]:
+    """Up to ``size`` records without words, in id order after ``after``."""
     table = _q(cursor, Artifact._meta.db_table)
     blobs = _q(cursor, Blob._meta.db_table)
     if cursor.db.vendor == "postgresql":
@@ -97,4 +113,4 @@ def unindexed(cursor: CursorWrapper, *, after: str, size: int) -> list[tuple[obj
         f"WHERE a.id > %s AND {missing} ORDER BY a.id LIMIT %s",
         [after, size],
     )
-    return list(cursor.fetchall())
+    return [Unindexed(*row) for row in cursor.fetchall()]

@@ -4,6 +4,7 @@ beside live tags (API.md "Search"; ``manage.py search_backfill``)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 from django.db import connection, transaction
@@ -11,10 +12,11 @@ from django.db.backends.utils import CursorWrapper
 
 from artifacts_app import blobs, search
 from artifacts_app.errors import ArtifactError
+from artifacts_app.jsontypes import JSON
 from artifacts_app.services import _index
 
 
-def _decoded(data: object) -> object:
+def _decoded(data: Any) -> JSON:
     # A JSON column read by SQL: SQLite hands back its text, PostgreSQL the decoded value.
     if isinstance(data, str):
         return orjson.loads(data)
@@ -48,19 +50,19 @@ def search_backfill(*, batch: int = 500, on_batch: Callable[[int, str], None] | 
             rows = _index.unindexed(cursor, after=after, size=batch)
             if not rows:
                 return done
-            for artifact_id, kind, key, title, data, version, blob_id, content_type, words in rows:
-                content = _content(cursor, blob_id, content_type, words)
+            for row in rows:
+                content = _content(cursor, row.blob_id, row.content_type, row.blob_words)
                 if _index.index_write(
                     cursor,
-                    str(artifact_id),
-                    kind=str(kind),
-                    key=key,
-                    title=title,
-                    data=_decoded(data),
+                    row.id,
+                    kind=row.kind,
+                    key=row.key,
+                    title=row.title,
+                    data=_decoded(row.data),
                     content=content,
-                    version=int(version),
+                    version=row.version,
                 ):
                     done += 1
-            after = str(rows[-1][0])
+            after = rows[-1].id
         if on_batch is not None:
             on_batch(done, after)

@@ -171,3 +171,11 @@ def test_other_paths_across_agents_are_404_envelopes(world: World, client):
     response = get(client, "/api/v1/sessions", world.staff_token)
     assert response.status_code == 404
     assert orjson.loads(response.content)["error"]["code"] == "unknown_route"
+
+
+def test_across_agents_refuses_unknown_parameters(world: World, client):
+    response = get(client, "/api/v1/artifacts", world.staff_token, agents="reviewer")
+    assert response.status_code == 400
+    assert orjson.loads(response.content)["error"]["details"] == {"fields": ["agents"]}
+    bad_slug = get(client, "/api/v1/artifacts", world.staff_token, agent="Not A Slug")
+    assert orjson.loads(bad_slug.content)["error"]["details"] == {"field": "agent"}

@@ -15,7 +15,7 @@ from artifacts_app import access, media, selectors, services, tag_input
 from artifacts_app.errors import ArtifactError
 from artifacts_app.jsontypes import JSON, JSONObject
 from artifacts_app.models import Agent
-from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX
+from artifacts_app.names import KEY_MAX, KIND_MAX, SESSION_ID_MAX, SLUG_PATTERN
 from artifacts_app.records import record_json
 from artifacts_app.rest import serializers as s
 from artifacts_app.rest.filters import ArtifactFilter, cleaned
@@ -33,6 +33,7 @@ from artifacts_app.rest.schema import (
     PAGE,
     SEARCH,
     TAG,
+    anchored,
     errors,
     query_text,
 )
@@ -206,6 +207,11 @@ class ArtifactsView(AgentView):
         return body, upload, content_type
 
 
+ACROSS_PARAMETERS = frozenset(
+    {"agent", "kind", "sessionId", "source", "key", "q", "where", "limit", "cursor"}
+)
+
+
 class ArtifactsAcrossView(AgentView):
     """``GET /api/v1/artifacts``: the list and its search across every agent the caller may see
     (API.md "Search"); each record carries ``agent``, its agent's slug."""
@@ -216,7 +222,7 @@ class ArtifactsAcrossView(AgentView):
         parameters=[
             OpenApiParameter(
                 "agent",
-                query_text(63),
+                {"type": "string", "pattern": anchored(SLUG_PATTERN)},
                 many=True,
                 description="An agent's slug (repeatable); none: every agent the caller may see.",
             ),
@@ -232,6 +238,15 @@ class ArtifactsAcrossView(AgentView):
     )
     def get(self, request: Request) -> HttpResponse:
         visible = access.visible_across(self.caller())
+        unknown = sorted(set(request.query_params) - ACROSS_PARAMETERS)
+        if unknown:
+            # A misspelt filter (``agents=``) would otherwise widen the list to every agent.
+            raise ArtifactError(
+                "invalid_query",
+                f"Unknown query parameter {unknown[0]!r}; the parameters are "
+                f"{', '.join(sorted(ACROSS_PARAMETERS))}.",
+                {"fields": unknown},
+            )
         query = cleaned(ArtifactFilter, request.query_params)
         page = selectors.artifacts_across(
             visible=visible,

@@ -1,7 +1,7 @@
 import { type Contents, withContents } from "./contents.js";
 import { ArtifactsError, errorFrom } from "./errors.js";
 import { subscribe, type SubscribeOptions } from "./events.js";
-import { type ArtifactsSpec, type DataOf, declaration } from "./kinds.js";
+import { type ArtifactsSpec, type DataOf, declaration, type Where } from "./kinds.js";
 import type { ArtifactEvent, ArtifactRecord, KindsAnswer, Page, Session, Source, VersionDiff } from "./records.js";
 import { isModelError, toolCallKey, ToolResult } from "./tool.js";
 import { CapturedTurn, type TurnScope, turns } from "./turns.js";
@@ -38,11 +38,25 @@ export interface TagInput<K extends string = string, D = unknown> {
   contentType?: string;
 }
 
-export interface ListFilters {
-  kind?: string;
+export interface ListFilters<K extends string = string, D = unknown> {
+  kind?: K;
   sessionId?: string;
   source?: Source;
   key?: string;
+  /** Full text (API.md "Search"): every word must match, the last also as a prefix;
+   * `"a phrase"`; `-word` excludes. */
+  q?: string;
+  /** Conditions over `data`, typed by the kind's zod schema when `kind` names one (or JSON text). */
+  where?: Where<D> | string;
+}
+
+function listQuery(filters: object): Record<string, string | number | undefined> {
+  const query: Record<string, string | number | undefined> = {};
+  for (const [name, value] of Object.entries(filters)) {
+    if (value === undefined) continue;
+    query[name] = name === "where" && typeof value !== "string" ? JSON.stringify(value) : (value as string | number);
+  }
+  return query;
 }
 
 export type ToolFormat = "anthropic" | "openai" | "openai-responses";
@@ -192,14 +206,18 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
   // -- reading -----------------------------------------------------------------------------------
 
   /** One page of records (newest-updated first) and the URL of the next. */
-  page(filters: ListFilters & { limit?: number; cursor?: string } = {}): Promise<Page<ArtifactRecord>> {
-    return this.json({ method: "GET", path: "artifacts", retry: true, query: { ...filters } });
+  page<K extends string = string>(
+    filters: ListFilters<K, DataOf<S, K>> & { limit?: number; cursor?: string } = {},
+  ): Promise<Page<ArtifactRecord>> {
+    return this.json({ method: "GET", path: "artifacts", retry: true, query: listQuery(filters) });
   }
 
-  /** Every record matching the filters, newest-updated first, page after page. */
-  async list(filters: ListFilters & { pageSize?: number } = {}): Promise<ArtifactRecord[]> {
+  /** Every record matching the filters (and `q` / `where`), newest-updated first, page after page. */
+  async list<K extends string = string>(
+    filters: ListFilters<K, DataOf<S, K>> & { pageSize?: number } = {},
+  ): Promise<ArtifactRecord[]> {
     const { pageSize = 200, ...rest } = filters;
-    return this.all<ArtifactRecord>("artifacts", { ...rest, limit: pageSize });
+    return this.all<ArtifactRecord>("artifacts", { ...listQuery(rest), limit: pageSize });
   }
 
   private async all<T>(path: string, query: Record<string, string | number | undefined>): Promise<T[]> {
@@ -387,8 +405,10 @@ export class SessionArtifacts<S extends ArtifactsSpec = ArtifactsSpec> {
     >);
   }
 
-  list(filters: Omit<ListFilters, "sessionId"> & { pageSize?: number } = {}): Promise<ArtifactRecord[]> {
-    return this.client.list({ ...filters, sessionId: this.sessionId });
+  list<K extends string = string>(
+    filters: Omit<ListFilters<K, DataOf<S, K>>, "sessionId"> & { pageSize?: number } = {},
+  ): Promise<ArtifactRecord[]> {
+    return this.client.list<K>({ ...filters, sessionId: this.sessionId } as ListFilters<K, DataOf<S, K>> & { pageSize?: number });
   }
 
   get(id: string): Promise<ArtifactRecord> {

@@ -4,7 +4,7 @@ export { ArtifactsError } from "./errors.js";
 export { subscribe } from "./events.js";
 export type { SubscribeOptions } from "./events.js";
 export { defineArtifacts } from "./kinds.js";
-export type { ArtifactsSpec, DataOf, KindSpec } from "./kinds.js";
+export type { ArtifactsSpec, Condition, DataOf, KindSpec, Where } from "./kinds.js";
 export type {
   ArtifactEvent,
   ArtifactRecord,

@@ -86,3 +86,54 @@ export type DataOf<Spec extends ArtifactsSpec, Kind extends string> = Kind exten
     ? z.input<S>
     : unknown
   : unknown;
+
+// -- search (API.md "Search") ---------------------------------------------------------------------
+
+type Scalar = string | number | boolean | null;
+type Depth = [never, 0, 1, 2, 3, 4, 5, 6, 7];
+
+/** The dotted paths into `T` (up to 8 names deep) and the value at each. */
+type PathValues<T, D extends number = 8> = [D] extends [never]
+  ? never
+  : T extends readonly unknown[]
+    ? never
+    : T extends object
+      ? {
+          [K in keyof T & string]-?:
+            | { path: K; value: NonNullable<T[K]> | Extract<T[K], null> }
+            | (NonNullable<T[K]> extends readonly unknown[]
+                ? never
+                : NonNullable<T[K]> extends object
+                  ? PathValues<NonNullable<T[K]>, Depth[D]> extends infer Sub
+                    ? Sub extends { path: infer P extends string; value: infer V }
+                      ? { path: `${K}.${P}`; value: V }
+                      : never
+                    : never
+                  : never);
+        }[keyof T & string]
+      : never;
+
+/** What a path's value may be compared with: equality, order (numbers and strings), sets,
+ * presence, and `$contains` for arrays. */
+export type Condition<V> =
+  | (V extends Scalar ? V : never)
+  | {
+      $eq?: V extends Scalar ? V : never;
+      $ne?: V extends Scalar ? V : never;
+      $gt?: V extends number | string ? V : never;
+      $gte?: V extends number | string ? V : never;
+      $lt?: V extends number | string ? V : never;
+      $lte?: V extends number | string ? V : never;
+      $in?: V extends Scalar ? V[] : never;
+      $nin?: V extends Scalar ? V[] : never;
+      $exists?: boolean;
+      $contains?: V extends readonly (infer E)[] ? (E extends Scalar ? E : never) : never;
+    };
+
+/** `where` over `data` of type `T`: dotted paths to conditions, `$and` / `$or` lists. For a kind
+ * without a schema (`unknown`), any path and any scalar. */
+export type Where<T = unknown> = unknown extends T
+  ? { [path: string]: Scalar | Record<string, unknown> | Where<unknown>[] }
+  : {
+      [P in PathValues<T> as P["path"]]?: Condition<P["value"]>;
+    } & { $and?: Where<T>[]; $or?: Where<T>[] };

@@ -277,6 +277,30 @@ describe("list, sessions, forSession", () => {
   });
 });
 
+describe("search", () => {
+  test("list takes q and where; where is typed by the kind's zod schema", async () => {
+    const url = unique("https://x/search");
+    const approved = await client.tag({ kind: "reviewed-pr", key: url, data: { url, verdict: "approve" } });
+    const words = unique("kumquat").replace("-", " ");
+    const report = await client.tag({ kind: "report", data: { note: words, score: 7 } });
+    assert.deepEqual((await client.list({ q: words })).map((r) => r.id), [report.id]);
+    const typed = await client.list({ kind: "reviewed-pr", where: { url, verdict: { $in: ["approve", "reject"] } } });
+    assert.deepEqual(typed.map((r) => r.id), [approved.id]);
+    const loose = await client.list({ kind: "report", where: { score: { $gte: 7 }, note: words } });
+    assert.deepEqual(loose.map((r) => r.id), [report.id]);
+    const text = await client.page({ where: JSON.stringify({ url }) });
+    assert.deepEqual(text.results.map((r) => r.id), [approved.id]);
+    // @ts-expect-error: `verdict` is a string in the kind's schema
+    await client.list({ kind: "reviewed-pr", where: { verdict: 3 } });
+    // @ts-expect-error: the kind's schema has no `score`
+    await client.list({ kind: "reviewed-pr", where: { score: 1 } });
+    const error = await refusal(client.list({ where: { "a[0]": 1 } }));
+    assert.equal(error.status, 400);
+    assert.equal(error.code, "invalid_query");
+    assert.deepEqual(error.details, { field: "where", part: "a[0]" });
+  });
+});
+
 describe("the model's tool", () => {
   test("tool answers each provider's definition", async () => {
     const anthropic = await client.tool();
