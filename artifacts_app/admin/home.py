@@ -60,7 +60,7 @@ def _moment(text: str, *, field: str, end: bool) -> datetime.datetime | None:
             moment = datetime.datetime.combine(day, datetime.time(), tzinfo=datetime.UTC)
             return moment + datetime.timedelta(days=1) if end else moment
         moment = datetime.datetime.fromisoformat(text)
-    except ValueError:
+    except (ValueError, OverflowError):  # 9999-12-31 as an end: the day after is past year 9999
         raise ArtifactError(
             "invalid_query", f"`{field}` is a date (2026-12-05) or a date and time, in UTC."
         ) from None

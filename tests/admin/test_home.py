@@ -85,7 +85,14 @@ def test_filters(staff_client, two_agents, query, agents):
 
 @pytest.mark.parametrize(
     "query",
-    ["?cursor=nonsense", "?since=yesterday", "?source=robot", "?agent=nobody"],
+    [
+        "?cursor=nonsense",
+        "?since=yesterday",
+        "?until=9999-12-31",
+        "?source=robot",
+        "?agent=nobody",
+        '?where={"a":',
+    ],
 )
 def test_bad_filters_are_a_message_not_an_error(staff_client, two_agents, query):
     response = staff_client.get(HOME + query)
