@@ -21,7 +21,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from artifacts_app import access, media, previews, selectors, services
 from artifacts_app.errors import ArtifactError, NotFoundError
@@ -246,7 +246,7 @@ def preview(request: HttpRequest) -> HttpResponse:
     return response
 
 
-@require_GET
+@require_safe
 def landing(request: HttpRequest) -> HttpResponse:
     """``/``: where a person starts — the admin, the playground, the API docs (no redirect, so
     no loop whoever is logged in)."""

@@ -197,3 +197,4 @@ def test_root_leads_to_the_admin_playground_and_docs(client, django_user_model, 
     html = response.content.decode()
     for href in ('href="/admin/"', 'href="/playground/"', 'href="/api/docs/"'):
         assert href in html
+    assert client.head("/").status_code == 200
