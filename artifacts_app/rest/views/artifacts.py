@@ -223,8 +223,12 @@ class ArtifactsAcrossView(AgentView):
             OpenApiParameter(
                 "agent",
                 {"type": "string", "pattern": anchored(SLUG_PATTERN)},
-                many=True,
-                description="An agent's slug (repeatable); none: every agent the caller may see.",
+                # Repeatable (?agent=a&agent=b); stated as one string: a query's array form
+                # cannot tell the slug "false" from a boolean.
+                description=(
+                    "An agent's slug; repeat the parameter for several. None: every agent the "
+                    "caller may see."
+                ),
             ),
             OpenApiParameter("kind", query_text(KIND_MAX)),
             OpenApiParameter("sessionId", query_text(SESSION_ID_MAX)),
