@@ -48,7 +48,9 @@ def derived(env: dict[str, str]) -> dict[str, str]:
         try:
             return int(env[name])
         except (KeyError, ValueError):
-            raise SystemExit(f"render: {name} must be a whole number; got {env.get(name)!r}") from None
+            raise SystemExit(
+                f"render: {name} must be a whole number; got {env.get(name)!r}"
+            ) from None
 
     ports = env.get("DEPLOY_DAPHNE_PORTS", "").split()
     upstreams = env.get("DEPLOY_UPSTREAMS", "").split() or [
@@ -58,7 +60,9 @@ def derived(env: dict[str, str]) -> dict[str, str]:
         raise SystemExit("render: DEPLOY_DAPHNE_PORTS (or DEPLOY_UPSTREAMS) names no daphne")
     https = env.get("DEPLOY_HTTPS_PORT", "443")
     s3_wait = number("ARTIFACTS_S3_MAX_ATTEMPTS") * number("ARTIFACTS_S3_READ_TIMEOUT")
-    client_wait = int(env.get("DATABASE_CLIENT_TIMEOUT") or number("DATABASE_STATEMENT_TIMEOUT") + 5)
+    client_wait = int(
+        env.get("DATABASE_CLIENT_TIMEOUT") or number("DATABASE_STATEMENT_TIMEOUT") + 5
+    )
     return {
         # The server's own bound on any body (agent_site/server.py): content + JSON + 1 MiB.
         "CLIENT_MAX_BODY_SIZE": str(
@@ -68,7 +72,9 @@ def derived(env: dict[str, str]) -> dict[str, str]:
         # itself: PostgreSQL's client timeout, S3's attempts × read timeout; at least nginx's 60 s.
         "PROXY_READ_TIMEOUT": str(max(60, client_wait + 10, s3_wait + 10)),
         # An upload's answer comes once its body is in (at most the body deadline) and stored.
-        "UPLOAD_READ_TIMEOUT": str(number("ARTIFACTS_BODY_DEADLINE_SECONDS") + max(60, s3_wait + 10)),
+        "UPLOAD_READ_TIMEOUT": str(
+            number("ARTIFACTS_BODY_DEADLINE_SECONDS") + max(60, s3_wait + 10)
+        ),
         "UPSTREAM_SERVERS": "\n".join(
             f"    server {hostport} max_fails=1 fail_timeout=5s;" for hostport in upstreams
         ),
