@@ -64,6 +64,9 @@ def _caller_kind(request: HttpRequest) -> str:
     """The caller as the API resolved it, without resolving it again (no query after the
     response): a bearer caller, a session user the view looked at, else ``session`` for a
     cookie nobody read or ``anonymous``."""
+    named = getattr(request, "caller_kind", None)
+    if named is not None:
+        return str(named)
     caller = getattr(request, "auth", None)
     if isinstance(caller, access.Caller):
         return caller.kind
@@ -150,6 +153,7 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
     given = access.bearer_token(header)
     if given is not None:
         if _metrics_token_matches(given):
+            request.caller_kind = "metrics_token"  # type: ignore[attr-defined]  # the access line
             return None
         caller = access.caller_from_authorization(header)
         if caller is None:
@@ -168,6 +172,7 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
                 "not_authenticated",
                 "Send `Authorization: Bearer <ARTIFACTS_METRICS_TOKEN>`, or log in as staff.",
             )
+    request.caller_kind = caller.kind  # type: ignore[attr-defined]
     if caller.kind != access.STAFF:
         return envelope_response(403, "forbidden", "Only staff may read the metrics.")
     return None
