@@ -20,13 +20,19 @@ else
   PY=python3
 fi
 export DJANGO_SETTINGS_MODULE=agent_site.settings
+# Metrics of every process of this host in one folder (prometheus_client's multiprocess mode):
+# it must exist before any process (a command too) imports the metrics.
+if [ -n "${PROMETHEUS_MULTIPROC_DIR:-}" ]; then mkdir -p "$PROMETHEUS_MULTIPROC_DIR"; fi
 command="${1:-daphne}"
 [ "$#" -gt 0 ] && shift
 case "$command" in
   daphne)
     port="${1:-8000}"
     # No --proxy-headers: the server decides itself whom to believe (ARTIFACTS_TRUSTED_PROXIES).
-    exec "$PY" -m daphne -b "${DEPLOY_BIND:-127.0.0.1}" -p "$port" agent_site.asgi:application
+    # --verbosity 0: no access line of daphne's own (Apache text with the query string); the site
+    # writes its own (ARTIFACTS_ACCESS_LOG), and daphne's warnings and errors still reach stderr.
+    exec "$PY" -m daphne --verbosity 0 -b "${DEPLOY_BIND:-127.0.0.1}" -p "$port" \
+      agent_site.asgi:application
     ;;
   migrate)
     "$PY" manage.py migrate --noinput

@@ -14,7 +14,13 @@ SETTINGS = ROOT / "agent_site" / "settings.py"
 TEMPLATE = ROOT / "deploy" / "artifacts.env"
 READERS = {"env_int", "env_bool", "env_list"}
 # Read by libraries or the C library, not by settings.py, and documented in the file all the same.
-OUTSIDE = {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "MALLOC_ARENA_MAX"}
+OUTSIDE = {
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "MALLOC_ARENA_MAX",
+    "PROMETHEUS_MULTIPROC_DIR",
+}
 # Set by the test runner for itself; never an operator's.
 TEST_ONLY = {"PYTEST_XDIST_WORKER"}
 LINE = re.compile(r"^#?([A-Z][A-Z0-9_]*)=(.*)$")
@@ -122,7 +128,7 @@ def test_render_fills_every_placeholder_and_follows_the_limits(tmp_path: Path) -
     assert f"client_max_body_size {268435456 + 10485760 + 1048576};" in site
     assert "client_body_timeout 20s;" in site
     assert "proxy_read_timeout 180s;" in site  # the body deadline, then the storage's completion
-    assert site.count("server 127.0.0.1:9003 max_fails=1 fail_timeout=5s;") == 2
+    assert site.count("server 127.0.0.1:9003 max_fails=1 fail_timeout=5s;") == 3  # http, ws, mcp
     target = (out / "systemd" / "artifacts.target").read_text()
     assert "artifacts-daphne@9001.service artifacts-daphne@9002.service" in target
     for unit in (out / "systemd").iterdir():
