@@ -245,9 +245,10 @@ def backup(dest: Path) -> BackupReport:
             _copy_hashed(source, dest / "blobs" / blobs.blob_name(sha), sha, size)
         total += size
     (dest / "blobs.txt").write_text("".join(f"{sha} {size}\n" for sha, size in refs))
+    vendor = _vendor()
     manifest = {
         "format": FORMAT,
-        "vendor": _vendor(),
+        "vendor": vendor,
         "database": database,
         "startedAt": started.isoformat(),
         "finishedAt": timezone.now().isoformat(),
@@ -256,7 +257,7 @@ def backup(dest: Path) -> BackupReport:
         "bytes": total,
     }
     (dest / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return BackupReport(dest, manifest["vendor"], counts, len(refs), total)
+    return BackupReport(dest, vendor, counts, len(refs), total)
 
 
 def _blob_lines(source: Path) -> Iterator[tuple[str, int]]:
