@@ -46,7 +46,10 @@ class WebhooksView(AgentView):
     @extend_schema(
         operation_id="webhooks_list",
         summary="The agent's webhooks, with their delivery state",
-        responses={200: OpenApiResponse(OpenApiTypes.OBJECT, description="`{results: [...]}`")},
+        responses={
+            200: OpenApiResponse(OpenApiTypes.OBJECT, description="`{results: [...]}`"),
+            **errors(),
+        },
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
