@@ -247,8 +247,9 @@ def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any)
         )
     )
     claim.last = (seq, answer.status, now)
-    # metrics: one delivery attempt of a webhook, its outcome (delivered / failed / gone) and
-    # ``answer.duration_ms`` — the call site for the delivery counters.
+    # Metrics' call site (artifacts_app/metrics.py, when merged): one attempt — on success
+    # ``WEBHOOK_DELIVERIES.labels("delivered")``, else ``"failed"``, or ``"gave_up"`` where the
+    # webhook is deactivated below — and ``WEBHOOK_DELIVERY_LATENCY.observe(duration_ms / 1000)``.
     if answer.delivered:
         claim.cursor, claim.attempts, claim.failing_since = seq, 0, None
         return True
