@@ -444,20 +444,48 @@ ARTIFACTS_STREAM_RECHECK = env_int("ARTIFACTS_STREAM_RECHECK_MS", 500, minimum=5
 ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
 
 # --- webhooks (artifacts_app.webhooks; API.md "Webhooks", docs/operations.md "Webhooks") ---
+
+
+def env_seconds(name: str, default: str, *, minimum: float) -> float:
+    return seconds(name, os.environ.get(name) or default, minimum=minimum)
+
+
+def seconds(name: str, raw: str, *, minimum: float) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds; got {raw!r}.") from None
+    if not value >= minimum or value == float("inf"):
+        raise ImproperlyConfigured(f"{name} must be at least {minimum:g} seconds; got {raw!r}.")
+    return value
+
+
+def env_networks(name: str) -> list[str]:
+    found = env_list(name, [])
+    for item in found:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} is a comma-separated list of networks (CIDRs); {item!r} is not one."
+            ) from None
+    return found
+
+
 # Seconds a receiver has to answer one delivery (connect, send, answer), all told.
-ARTIFACTS_WEBHOOK_TIMEOUT = env_int("ARTIFACTS_WEBHOOK_TIMEOUT_MS", 10_000, minimum=50) / 1000
+ARTIFACTS_WEBHOOK_TIMEOUT = env_seconds("ARTIFACTS_WEBHOOK_TIMEOUT", "10", minimum=0.05)
 # Seconds a failing receiver is retried before its webhook is deactivated (default 3 days).
-ARTIFACTS_WEBHOOK_GIVE_UP = env_int("ARTIFACTS_WEBHOOK_GIVE_UP", 3 * 24 * 3600, minimum=1)
+ARTIFACTS_WEBHOOK_GIVE_UP = env_seconds("ARTIFACTS_WEBHOOK_GIVE_UP", str(3 * 24 * 3600), minimum=1)
 # Seconds between the tries of one event: 1 s, 5 s, 30 s, 2 min, 10 min, 30 min, then the last.
 ARTIFACTS_WEBHOOK_RETRY_DELAYS = [
-    float(x)
+    seconds("ARTIFACTS_WEBHOOK_RETRY_DELAYS", x, minimum=0.01)
     for x in env_list(
         "ARTIFACTS_WEBHOOK_RETRY_DELAYS", ["1", "5", "30", "120", "600", "1800", "3600"]
     )
 ]
 # Development and tests only: plain http://, and networks (CIDRs) let through the address rule.
 ARTIFACTS_WEBHOOK_ALLOW_HTTP = env_bool("ARTIFACTS_WEBHOOK_ALLOW_HTTP", False)
-ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS = env_list("ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS", [])
+ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS = env_networks("ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS")
 ARTIFACTS_WEBHOOK_MAX_PER_AGENT = env_int("ARTIFACTS_WEBHOOK_MAX_PER_AGENT", 20, minimum=1)
 # Whether the site's own server process delivers (the embedded profile's way; at scale the
 # daphnes and any `manage.py deliver_webhooks` share the work), with how many sending threads.

@@ -167,8 +167,9 @@ def _set_active(webhook: Webhook, active: bool, reason: str) -> None:
 
 
 def _save(webhook: Webhook) -> Webhook:
+    # A deliverer holding the row keeps its lease until its next write, which the new generation
+    # refuses: it stops there, and the change stands. Two never send to one webhook at once.
     webhook.generation = F("generation") + 1
-    webhook.lease_until, webhook.lease_token = None, ""
     webhook.save()
     webhook.refresh_from_db()
     _after_commit_wake()

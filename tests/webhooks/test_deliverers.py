@@ -35,7 +35,7 @@ def child_env() -> dict[str, str]:
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
         "ARTIFACTS_WEBHOOK_ALLOW_HTTP": "1",
         "ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
-        "ARTIFACTS_WEBHOOK_TIMEOUT_MS": "500",
+        "ARTIFACTS_WEBHOOK_TIMEOUT": "0.5",
         "ARTIFACTS_WEBHOOK_LEASE_MS": "2000",
         "ARTIFACTS_WEBHOOK_POLL_MS": "50",
         "ARTIFACTS_WEBHOOK_RETRY_DELAYS": "0.05,0.1",
