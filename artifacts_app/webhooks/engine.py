@@ -1,13 +1,15 @@
 """The delivery of webhooks: cursors over the stored events (DESIGN.md §16), claimed with row locks.
 
 A deliverer (``runner``: a thread of the site's process, or ``manage.py deliver_webhooks``) asks
-``claim`` for a webhook that is due — active, with events after its cursor, its next attempt time
+``claim`` for webhooks that are due — active, with events after its cursor, its next attempt time
 past, no live lease — and leases it: on PostgreSQL with ``SELECT … FOR UPDATE SKIP LOCKED`` (any
 number of processes share the work, each webhook held by one), on SQLite under the process's own
-lock inside the IMMEDIATE transaction (which holds off every other process's writers). ``work``
-then sends the webhook's selected events in seq order, one after the other, and writes its
-progress (cursor, attempts, the log rows) every ``FLUSH_EVERY`` seconds or ``FLUSH_ROWS`` attempts
-and when it stops, renewing the lease each time. Progress is written only while the lease and the
+lock inside the IMMEDIATE transaction (which holds off every other process's writers). Healthy
+webhooks are claimed several at once (``CLAIM_MANY``), a failing one alone. ``work`` then sends
+each webhook's selected events in seq order, one after the other, and writes the progress of all
+its claims (cursors, attempts, the log rows) in one transaction every ``FLUSH_EVERY`` seconds or
+``FLUSH_ROWS`` attempts and when it stops, renewing the leases each time: with many webhooks on
+one agent, an event costs a few write transactions, not two per webhook. Progress is written only while the lease and the
 row's ``generation`` are still the ones claimed: a change made through the API meanwhile (filters,
 url, secret, replay, deactivation) wins, and the deliverer stops at its next write.
 
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 BATCH = 200  # events read per query
 FLUSH_EVERY = 0.25  # seconds between progress writes while sending
 FLUSH_ROWS = 100  # attempts between progress writes
+CLAIM_MANY = 16  # healthy webhooks claimed together
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 _sqlite_lock = threading.Lock()  # SQLite: the process's own lock around a claim
 
@@ -72,7 +75,7 @@ def message_id(public_id: str, seq: int, replays: int, replay_upto: int) -> str:
     return f"{base}_r{replays}" if replays and seq <= replay_upto else base
 
 
-@dataclass
+@dataclass(eq=False)  # compared by identity: a claim is one lease
 class Claim:
     """A leased webhook, as it was when claimed, and the progress made since."""
 
@@ -125,46 +128,52 @@ def _due(now: datetime) -> Any:
     ).filter(Q(lease_until__isnull=True) | Q(lease_until__lt=now))
 
 
-def claim(now: datetime | None = None) -> Claim | None:
-    """Lease one due webhook (the longest due first), or None when none is."""
+def claim(now: datetime | None = None, *, limit: int = 1) -> list[Claim]:
+    """Lease due webhooks (the longest due first): up to ``limit`` healthy ones together, or one
+    that is failing alone (a receiver that times out must not hold up the others). Empty when
+    none is due."""
     if connection.vendor == "sqlite":
         with _sqlite_lock:
-            return _claim(now)
-    return _claim(now)
+            return _claim(now, limit)
+    return _claim(now, limit)
 
 
-def _claim(now: datetime | None) -> Claim | None:
+def _claim(now: datetime | None, limit: int) -> list[Claim]:
     with transaction.atomic():
         now = now or timezone.now()
         qs = _due(now).order_by("next_attempt_at")
         if connection.features.has_select_for_update_skip_locked:
             qs = qs.select_for_update(skip_locked=True, of=("self",))
-        row = qs.values(*_CLAIM_FIELDS).first()
-        if row is None:
-            return None
+        rows = list(qs.values(*_CLAIM_FIELDS)[: max(1, limit)])
+        if not rows:
+            return []
+        rows = rows[:1] if rows[0]["attempts"] else [r for r in rows if not r["attempts"]]
         token = uuid.uuid4().hex
-        Webhook.objects.filter(pk=row["pk"]).update(
+        Webhook.objects.filter(pk__in=[r["pk"] for r in rows]).update(
             lease_until=now + timedelta(seconds=lease_seconds()), lease_token=token
         )
-    return Claim(
-        pk=row["pk"],
-        public_id=row["public_id"],
-        agent_id=row["agent_id"],
-        slug=row["agent__slug"],
-        url=row["url"],
-        events=list(row["events"] or []),
-        kinds=list(row["kinds"] or []),
-        secret=row["secret"],
-        generation=row["generation"],
-        replays=row["replays"],
-        replay_upto=row["replay_upto"],
-        upto=row["agent__last_seq"],
-        token=token,
-        cursor=row["cursor"],
-        attempts=row["attempts"],
-        failing_since=row["failing_since"],
-        next_attempt_at=row["next_attempt_at"],
-    )
+    return [
+        Claim(
+            pk=row["pk"],
+            public_id=row["public_id"],
+            agent_id=row["agent_id"],
+            slug=row["agent__slug"],
+            url=row["url"],
+            events=list(row["events"] or []),
+            kinds=list(row["kinds"] or []),
+            secret=row["secret"],
+            generation=row["generation"],
+            replays=row["replays"],
+            replay_upto=row["replay_upto"],
+            upto=row["agent__last_seq"],
+            token=token,
+            cursor=row["cursor"],
+            attempts=row["attempts"],
+            failing_since=row["failing_since"],
+            next_attempt_at=row["next_attempt_at"],
+        )
+        for row in rows
+    ]
 
 
 def next_due(now: datetime | None = None) -> datetime | None:
@@ -185,44 +194,79 @@ def _deactivate(claim: Claim, reason: str) -> None:
     log.warning("webhook %s of agent %s deactivated: %s", claim.public_id, claim.slug, reason)
 
 
-def work(claim: Claim, sender: Sender, *, stopping: threading.Event | None = None) -> None:
-    """Send the claimed webhook's due events in seq order until one fails, the batch ends, the
-    lease's time is half spent or ``stopping`` is set; write the progress; release the lease."""
+class _Progress:
+    """When the claims' progress was last written, and how many attempts since."""
+
+    def __init__(self) -> None:
+        self.at = time.monotonic()
+        self.attempts = 0
+
+    def due(self) -> bool:
+        return self.attempts >= FLUSH_ROWS or time.monotonic() - self.at > FLUSH_EVERY
+
+
+def work(claims: list[Claim], sender: Sender, *, stopping: threading.Event | None = None) -> None:
+    """Send each claimed webhook's due events in seq order until one fails, its batch ends, the
+    lease's time is half spent or ``stopping`` is set; write the progress of all of them in one
+    transaction now and then and at the end, which releases their leases."""
     started = time.monotonic()
     budget = lease_seconds() / 2
+    live = list(claims)
+    progress = _Progress()
+    oldest: dict[int, int | None] = {}
     try:
-        oldest = webhook_reads.oldest_event_seq(claim.agent_id)
-        if oldest is None or oldest > claim.cursor + 1:
-            _deactivate(
-                claim,
-                f"events after seq {claim.cursor} were removed by the event retention "
-                "(ARTIFACTS_EVENT_RETENTION) before they were delivered; "
-                "replay from a stored seq to resume",
-            )
-            return
-        rows = list(
-            webhook_reads.selected_events(claim.agent_id, claim.events, claim.kinds, claim.cursor)
-            .filter(seq__lte=claim.upto)
-            .values_list("seq", "type", "payload")[:BATCH]
-        )
-        scanned_to = claim.upto if len(rows) < BATCH else rows[-1][0]
-        last_flush = time.monotonic()
-        sent_since_flush = 0
-        for seq, event_type, payload in rows:
+        for claim in claims:
+            if claim not in live:
+                continue  # changed meanwhile (a write found it so): its change stands
             if stopping is not None and stopping.is_set():
                 return
             if time.monotonic() - started > budget:
                 return
-            if sent_since_flush >= FLUSH_ROWS or time.monotonic() - last_flush > FLUSH_EVERY:
-                if not _flush(claim, release=False):
-                    return
-                last_flush, sent_since_flush = time.monotonic(), 0
-            if not _send(claim, sender, seq, event_type, payload):
-                return
-            sent_since_flush += 1
-        claim.cursor = max(claim.cursor, scanned_to)
+            if claim.agent_id not in oldest:
+                oldest[claim.agent_id] = webhook_reads.oldest_event_seq(claim.agent_id)
+            first = oldest[claim.agent_id]
+            if first is None or first > claim.cursor + 1:
+                _deactivate(
+                    claim,
+                    f"events after seq {claim.cursor} were removed by the event retention "
+                    "(ARTIFACTS_EVENT_RETENTION) before they were delivered; "
+                    "replay from a stored seq to resume",
+                )
+                continue
+            _work_one(claim, sender, live, progress, started, budget, stopping)
     finally:
-        _flush(claim, release=True)
+        _flush(live, release=True)
+
+
+def _work_one(
+    claim: Claim,
+    sender: Sender,
+    live: list[Claim],
+    progress: _Progress,
+    started: float,
+    budget: float,
+    stopping: threading.Event | None,
+) -> None:
+    rows = list(
+        webhook_reads.selected_events(claim.agent_id, claim.events, claim.kinds, claim.cursor)
+        .filter(seq__lte=claim.upto)
+        .values_list("seq", "type", "payload")[:BATCH]
+    )
+    scanned_to = claim.upto if len(rows) < BATCH else rows[-1][0]
+    for seq, event_type, payload in rows:
+        if stopping is not None and stopping.is_set():
+            return
+        if time.monotonic() - started > budget:
+            return
+        if progress.due():
+            live[:] = _flush(live, release=False)
+            progress.at, progress.attempts = time.monotonic(), 0
+            if claim not in live:
+                return
+        progress.attempts += 1
+        if not _send(claim, sender, seq, event_type, payload):
+            return
+    claim.cursor = max(claim.cursor, scanned_to)
 
 
 def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any) -> bool:
@@ -279,42 +323,49 @@ def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any)
     return False
 
 
-def _flush(claim: Claim, *, release: bool) -> bool:
-    """Write the progress and the log (renew or release the lease); False when the row changed
-    meanwhile (through the API, or another deliverer took it over) and the batch must stop."""
+def _flush(claims: list[Claim], *, release: bool) -> list[Claim]:
+    """Write the claims' progress and their log in one transaction (renew or release their
+    leases). Answers the claims still held as claimed: one changed meanwhile (through the API, or
+    taken over by another deliverer) keeps only its log, and its batch stops."""
+    if not claims:
+        return []
     now = timezone.now()
-    progress: dict[str, Any] = {
-        "lease_until": None if release else now + timedelta(seconds=lease_seconds()),
-        "lease_token": "" if release else claim.token,
-    }
-    if claim.last is not None:
-        progress.update(last_seq=claim.last[0], last_status=claim.last[1], last_at=claim.last[2])
-    state = dict(
-        cursor=claim.cursor,
-        attempts=claim.attempts,
-        failing_since=claim.failing_since,
-        next_attempt_at=claim.next_attempt_at if claim.attempts else now,
-        active=claim.active,
-        disabled_reason=claim.disabled_reason,
-    )
-    written, exists = 0, True  # rows updated, whether the webhook still exists
+    held: list[Claim] = []
+    log_rows: list[WebhookDelivery] = []
     try:
         with transaction.atomic():
-            ours = Webhook.objects.filter(pk=claim.pk, lease_token=claim.token)
-            written = ours.filter(generation=claim.generation).update(**state, **progress)
-            if not written:
-                # Changed through the API (its change stands) or taken over: keep only the log.
-                exists = (
-                    bool(ours.update(**progress)) or Webhook.objects.filter(pk=claim.pk).exists()
+            for claim in claims:
+                progress: dict[str, Any] = {
+                    "lease_until": None if release else now + timedelta(seconds=lease_seconds()),
+                    "lease_token": "" if release else claim.token,
+                }
+                if claim.last is not None:
+                    progress.update(
+                        last_seq=claim.last[0], last_status=claim.last[1], last_at=claim.last[2]
+                    )
+                state = dict(
+                    cursor=claim.cursor,
+                    attempts=claim.attempts,
+                    failing_since=claim.failing_since,
+                    next_attempt_at=claim.next_attempt_at if claim.attempts else now,
+                    active=claim.active,
+                    disabled_reason=claim.disabled_reason,
                 )
-            if claim.log_rows and (written or exists):
-                WebhookDelivery.objects.bulk_create(claim.log_rows)
+                ours = Webhook.objects.filter(pk=claim.pk, lease_token=claim.token)
+                if ours.filter(generation=claim.generation).update(**state, **progress):
+                    held.append(claim)
+                    log_rows.extend(claim.log_rows)
+                elif ours.update(**progress) or Webhook.objects.filter(pk=claim.pk).exists():
+                    log_rows.extend(claim.log_rows)  # changed meanwhile: only the log is kept
+            if log_rows:
+                WebhookDelivery.objects.bulk_create(log_rows)
     except Exception:
-        log.exception("writing the progress of webhook %s failed", claim.public_id)
-        return False
+        log.exception("writing the progress of %d webhook(s) failed", len(claims))
+        return []
     finally:
-        claim.log_rows = []
-    return bool(written)
+        for claim in claims:
+            claim.log_rows = []
+    return held
 
 
 def prune_log(now: datetime | None = None) -> int:

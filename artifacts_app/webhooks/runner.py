@@ -125,8 +125,8 @@ class Runner:
         poll = float(settings.ARTIFACTS_WEBHOOK_POLL)
         try:
             close_old_connections()
-            claimed = engine.claim()
-            if claimed is not None:
+            claimed = engine.claim(limit=engine.CLAIM_MANY)
+            if claimed:
                 engine.work(claimed, sender, stopping=self.stopping)
                 return 0
             self._prune_sometimes()
