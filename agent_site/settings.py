@@ -485,6 +485,60 @@ ARTIFACTS_STREAM_RECHECK = env_int("ARTIFACTS_STREAM_RECHECK_MS", 500, minimum=5
 
 ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
 
+# --- webhooks (artifacts_app.webhooks; API.md "Webhooks", docs/operations.md "Webhooks") ---
+
+
+def env_seconds(name: str, default: str, *, minimum: float) -> float:
+    return seconds(name, os.environ.get(name) or default, minimum=minimum)
+
+
+def seconds(name: str, raw: str, *, minimum: float) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds; got {raw!r}.") from None
+    if not value >= minimum or value == float("inf"):
+        raise ImproperlyConfigured(f"{name} must be at least {minimum:g} seconds; got {raw!r}.")
+    return value
+
+
+def env_networks(name: str) -> list[str]:
+    found = env_list(name, [])
+    for item in found:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} is a comma-separated list of networks (CIDRs); {item!r} is not one."
+            ) from None
+    return found
+
+
+# Seconds a receiver has to answer one delivery (connect, send, answer), all told.
+ARTIFACTS_WEBHOOK_TIMEOUT = env_seconds("ARTIFACTS_WEBHOOK_TIMEOUT", "10", minimum=0.05)
+# Seconds a failing receiver is retried before its webhook is deactivated (default 3 days).
+ARTIFACTS_WEBHOOK_GIVE_UP = env_seconds("ARTIFACTS_WEBHOOK_GIVE_UP", str(3 * 24 * 3600), minimum=1)
+# Seconds between the tries of one event: 1 s, 5 s, 30 s, 2 min, 10 min, 30 min, then the last.
+ARTIFACTS_WEBHOOK_RETRY_DELAYS = [
+    seconds("ARTIFACTS_WEBHOOK_RETRY_DELAYS", x, minimum=0.01)
+    for x in env_list(
+        "ARTIFACTS_WEBHOOK_RETRY_DELAYS", ["1", "5", "30", "120", "600", "1800", "3600"]
+    )
+]
+# Development and tests only: plain http://, and networks (CIDRs) let through the address rule.
+ARTIFACTS_WEBHOOK_ALLOW_HTTP = env_bool("ARTIFACTS_WEBHOOK_ALLOW_HTTP", False)
+ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS = env_networks("ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS")
+ARTIFACTS_WEBHOOK_MAX_PER_AGENT = env_int("ARTIFACTS_WEBHOOK_MAX_PER_AGENT", 20, minimum=1)
+# Whether the site's own server process delivers (the embedded profile's way; at scale the
+# daphnes and any `manage.py deliver_webhooks` share the work), with how many sending threads.
+ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER = env_bool("ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER", True)
+ARTIFACTS_WEBHOOK_WORKERS = env_int("ARTIFACTS_WEBHOOK_WORKERS", 4, minimum=1)
+# Seconds a deliverer holds a webhook it works on; a process that dies is taken over after it.
+ARTIFACTS_WEBHOOK_LEASE = env_int("ARTIFACTS_WEBHOOK_LEASE_MS", 30_000, minimum=100) / 1000
+# Seconds between a deliverer's looks at the table when nothing woke it (events of other
+# processes without Redis, retries that come due).
+ARTIFACTS_WEBHOOK_POLL = env_int("ARTIFACTS_WEBHOOK_POLL_MS", 1000, minimum=10) / 1000
+
 # Django's own cap on request bodies held in memory; the JSON cap above is enforced by the API.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ARTIFACTS_MAX_JSON_BODY_BYTES + 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024

@@ -138,6 +138,10 @@ class Action(StrEnum):
     TOOL_DEFINITION = "read the tool's definition"
     WATCH_AGENT = "watch the agent's stream"
     WATCH_SESSION = "watch a session's stream"
+    WEBHOOK_READ = "list and read webhooks and their deliveries"
+    WEBHOOK_CREATE = "create a webhook"
+    WEBHOOK_CHANGE = "change a webhook, rotate its secret, replay"
+    WEBHOOK_DELETE = "delete a webhook"
 
 
 @dataclass(frozen=True)
@@ -149,6 +153,8 @@ class Rule:
     kinds: frozenset[str]
     refusal: str = ""
     not_owner: str = ""
+    # A Django model permission that also lets a user (staff or not) in, on every agent.
+    permission: str = ""
 
 
 _KEY, _KEY_STAFF, _ALL = (
@@ -176,6 +182,26 @@ TABLE: dict[Action, Rule] = {
         _KEY_STAFF, "Only the agent's key or a staff user may watch the agent's stream."
     ),
     Action.WATCH_SESSION: Rule(_ALL, not_owner="This session belongs to someone else."),
+    Action.WEBHOOK_READ: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `view_webhook` permission, may read webhooks.",
+        permission="artifacts_app.view_webhook",
+    ),
+    Action.WEBHOOK_CREATE: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `add_webhook` permission, may create webhooks.",
+        permission="artifacts_app.add_webhook",
+    ),
+    Action.WEBHOOK_CHANGE: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `change_webhook` permission, may change webhooks.",
+        permission="artifacts_app.change_webhook",
+    ),
+    Action.WEBHOOK_DELETE: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `delete_webhook` permission, may delete webhooks.",
+        permission="artifacts_app.delete_webhook",
+    ),
 }
 
 
@@ -189,8 +215,14 @@ def require(caller: Caller, agent: Agent, action: Action) -> None:
             "wrong_agent", f"This agent key belongs to another agent, not {agent.slug!r}."
         )
     rule = TABLE[action]
-    if caller.kind not in rule.kinds:
+    if caller.kind not in rule.kinds and not has_permission(caller, rule.permission):
         raise ForbiddenError("forbidden", rule.refusal)
+
+
+def has_permission(caller: Caller, permission: str) -> bool:
+    """Whether the caller is an active user holding the Django model ``permission``."""
+    user = caller.user
+    return bool(permission) and user is not None and user.is_active and user.has_perm(permission)
 
 
 _SEES_EVERYTHING = TABLE[Action.READ].kinds - {USER}  # read once: every read asks it
