@@ -21,6 +21,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -249,21 +250,44 @@ def check_webhook(s: Stack) -> str | None:
     probe = s.http.get(f"/{AGENT}/v1/webhooks", headers=s.auth)
     if probe.status_code == 404:
         return None
-    receiver = s.work / "webhook-receiver.jsonl"
-    started = time.monotonic()
-    url = os.environ["DEPLOY_CHECK_WEBHOOK_URL"]
-    created = s.http.post(f"/{AGENT}/v1/webhooks", json={"url": url}, headers=s.auth)
-    assert created.status_code == 201, (created.status_code, created.text[:300])
-    assert s.tag("webhooked").status_code == 201
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if receiver.exists():
-            for line in receiver.read_text().splitlines():
-                if json.loads(line).get("record", {}).get("key") == "webhooked":
+    from standardwebhooks.webhooks import Webhook
+
+    received: list[tuple[bytes, dict[str, str]]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            received.append((body, {k.lower(): v for k, v in self.headers.items()}))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", int(os.environ["DEPLOY_CHECK_HOOK_PORT"])), Receiver)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/hook"
+        created = s.http.post(f"/{AGENT}/v1/webhooks", json={"url": url}, headers=s.auth)
+        assert created.status_code == 201, (created.status_code, created.text[:300])
+        secret = created.json()["secret"]
+        started = time.monotonic()
+        assert s.tag("webhooked").status_code == 201
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            for body, headers in list(received):
+                event = Webhook(secret).verify(body, headers)
+                if event.get("record", {}).get("key") == "webhooked":
                     took = time.monotonic() - started
-                    return f"delivered to {url} by deliver_webhooks in {took:.1f} s, signed"
-        time.sleep(0.2)
-    raise AssertionError("no delivery within 30 s")
+                    return (
+                        f"delivered by the deliver-webhooks service in {took:.1f} s, "
+                        "its Standard Webhooks signature verified"
+                    )
+            time.sleep(0.1)
+        raise AssertionError(f"no delivery within 30 s ({len(received)} other requests)")
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def tagger(s: Stack, prefix: str, stop: threading.Event, log: list[tuple[float, str, int]]) -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = ROOT / "agent_site" / "settings.py"
 TEMPLATE = ROOT / "deploy" / "artifacts.env"
-READERS = {"env_int", "env_bool", "env_list"}
+# env_int, env_bool, env_list and every other env_* reader settings.py defines (env_seconds, …).
+READER_PREFIX = "env_"
 # Read by libraries or the C library, not by settings.py, and documented in the file all the same.
 OUTSIDE = {
     "AWS_ACCESS_KEY_ID",
@@ -37,7 +38,7 @@ def settings_reads() -> dict[str, set[object]]:
             continue
         func = node.func
         name = first.value
-        if isinstance(func, ast.Name) and func.id in READERS:
+        if isinstance(func, ast.Name) and func.id.startswith(READER_PREFIX):
             defaults = reads.setdefault(name, set())
             if len(node.args) > 1:
                 try:
