@@ -22,6 +22,7 @@ import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -97,6 +98,32 @@ def main() -> int:
             status = 0
         results.append((started, time.monotonic() - started, status))
 
+    hooked: list[float] = []
+    hook_server = None
+    if httpx.get(f"{base}/{AGENT}/v1/webhooks", headers=auth, verify=ca).status_code != 404:
+
+        class Receiver(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                event = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                at = sent_at.get((event.get("record") or {}).get("key") or "")
+                if event.get("type") == "artifact.tagged" and at is not None:
+                    hooked.append(time.monotonic() - at)
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        port = int(os.environ["DEPLOY_CHECK_HOOK_PORT"])
+        hook_server = ThreadingHTTPServer(("127.0.0.1", port), Receiver)
+        threading.Thread(target=hook_server.serve_forever, daemon=True).start()
+        created = httpx.post(
+            f"{base}/{AGENT}/v1/webhooks",
+            json={"url": f"http://127.0.0.1:{port}/soak"},
+            headers=auth,
+            verify=ca,
+        )
+        created.raise_for_status()
     listener = threading.Thread(target=subscriber, daemon=True)
     listener.start()
     time.sleep(1)
@@ -119,7 +146,7 @@ def main() -> int:
         time.sleep(max(0.0, t0 + n * interval - time.monotonic()))
     pool.shutdown(wait=True)
     samples.append((time.monotonic() - t0, [rss_mib(p) for p in pids]))
-    time.sleep(3)  # the last events reach the subscriber
+    time.sleep(5)  # the last events reach the subscriber and the webhook
     stop.set()
     listener.join(timeout=5)
 
@@ -141,6 +168,13 @@ def main() -> int:
         f"subscriber: {received} of {n} events received; lag p50 {lag_q[49] * 1000:.1f} ms, "
         f"p99 {lag_q[98] * 1000:.1f} ms"
     )
+    if hook_server is not None:
+        hook_server.shutdown()
+        hook_q = statistics.quantiles(sorted(hooked), n=100) if len(hooked) > 2 else [0.0] * 99
+        print(
+            f"webhook: {len(hooked)} of {n} events delivered (deliver-webhooks service); "
+            f"lag p50 {hook_q[49] * 1000:.1f} ms, p99 {hook_q[98] * 1000:.1f} ms"
+        )
     for index in range(len(pids)):
         series = " → ".join(f"{mem[index]:.0f}" for _, mem in samples)
         first, last = samples[0][1][index], samples[-1][1][index]
@@ -148,7 +182,8 @@ def main() -> int:
             f"daphne {index + 1} RSS MiB over {span:.0f} s: {series} "
             f"(start {first:.0f}, end {last:.0f}, {last - first:+.1f})"
         )
-    return 0 if errors == 0 and received == n else 1
+    delivered = hook_server is None or len(hooked) == n
+    return 0 if errors == 0 and received == n and delivered else 1
 
 
 if __name__ == "__main__":
