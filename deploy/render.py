@@ -63,11 +63,14 @@ def derived(env: dict[str, str]) -> dict[str, str]:
     client_wait = int(
         env.get("DATABASE_CLIENT_TIMEOUT") or number("DATABASE_STATEMENT_TIMEOUT") + 5
     )
+    # The server's own bound on any body (agent_site/server.py): content + JSON + 1 MiB.
+    body = number("ARTIFACTS_MAX_CONTENT_BYTES") + number("ARTIFACTS_MAX_JSON_BODY_BYTES") + MIB
+    uploads = (
+        number("ARTIFACTS_MAX_UPLOAD_BYTES") if env.get("ARTIFACTS_MAX_UPLOAD_BYTES") else body
+    )
     return {
-        # The server's own bound on any body (agent_site/server.py): content + JSON + 1 MiB.
-        "CLIENT_MAX_BODY_SIZE": str(
-            number("ARTIFACTS_MAX_CONTENT_BYTES") + number("ARTIFACTS_MAX_JSON_BODY_BYTES") + MIB
-        ),
+        "CLIENT_MAX_BODY_SIZE": str(body),
+        "UPLOADS_MAX_BODY_SIZE": str(max(body, uploads)),
         # Longer than any wait of the server for a dependency, so that the server answers 503
         # itself: PostgreSQL's client timeout, S3's attempts × read timeout; at least nginx's 60 s.
         "PROXY_READ_TIMEOUT": str(max(60, client_wait + 10, s3_wait + 10)),
