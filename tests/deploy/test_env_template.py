@@ -152,3 +152,34 @@ def test_render_refuses_a_placeholder_without_a_value(tmp_path: Path) -> None:
     )
     assert bad.returncode != 0
     assert "ARTIFACTS_MAX_CONTENT_BYTES must be a whole number" in bad.stderr
+
+
+def test_every_process_starts_through_the_entrypoint_with_known_settings() -> None:
+    """The units, the image and the compose stack run deploy/entrypoint.sh (as bin/deploy-check
+    does), and the compose stack sets only variables the environment file lists."""
+    import yaml
+
+    listed = set(template_lines())
+    for unit in (ROOT / "deploy" / "systemd").glob("*.service.in"):
+        starts = [line for line in unit.read_text().splitlines() if line.startswith("ExecStart=")]
+        assert starts and all(
+            line.startswith("ExecStart=@DEPLOY_ROOT@/deploy/entrypoint.sh ") for line in starts
+        ), unit.name
+    image = (ROOT / "deploy" / "Containerfile").read_text()
+    assert 'ENTRYPOINT ["/srv/artifacts/deploy/entrypoint.sh"]' in image
+    assert image.startswith("#") and "FROM python:3.11-slim" in image
+    compose = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text())
+    app = compose["x-app"]
+    assert set(app["environment"]) <= listed, set(app["environment"]) - listed
+    for name in ("migrate", "daphne1", "daphne2", "deliver-webhooks"):
+        assert compose["services"][name]["image"] == app["image"]
+    # Every command of the entrypoint is run by a unit, and the long-running ones by compose too.
+    entrypoint = (ROOT / "deploy" / "entrypoint.sh").read_text()
+    units = " ".join(p.read_text() for p in (ROOT / "deploy" / "systemd").glob("*.service.in"))
+    compose_commands = {
+        s["command"][0] for s in compose["services"].values() if isinstance(s.get("command"), list)
+    }
+    for command in ("daphne", "migrate", "deliver-webhooks", "prune", "gc-blobs", "backup"):
+        assert f"\n  {command})\n" in entrypoint, command
+        assert f"entrypoint.sh {command}" in units, command
+    assert {"daphne", "migrate", "deliver-webhooks"} <= compose_commands
