@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import collections
 import contextvars
 import functools
@@ -173,6 +174,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from agent_site import body as body_stream  # noqa: E402
 from agent_site import server  # noqa: E402
+from artifacts_app import webhooks  # noqa: E402
 from artifacts_app.mcp.mount import McpMount  # noqa: E402
 from artifacts_app.routing import websocket_urlpatterns  # noqa: E402
 from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
@@ -182,13 +184,32 @@ from artifacts_app.ws_auth import WsAuthStack  # noqa: E402
 # bounded in time and in number, the parser's refusals in the error envelope.
 server.install()
 
-application = ProtocolTypeRouter(
-    {
-        # /<slug>/mcp: the agent's MCP server; the rest is Django. Around both, the bodies'
-        # flow: a streamed request body reaches the application as it arrives, and a streamed
-        # response waits for the client instead of piling up in daphne's buffer.
-        "http": server.BodyFlow(McpMount(django_asgi_app)),
-        # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
-        "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),
-    }
+
+class DeliversWebhooks:
+    """The site's process delivers webhooks (``ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER``): its
+    deliverer starts with the first connection the application serves, and stops at exit."""
+
+    def __init__(self, app):
+        self.app = app
+        self.started = False
+
+    async def __call__(self, scope, receive, send):
+        if not self.started:
+            self.started = True
+            if webhooks.start_in_server() is not None:
+                atexit.register(webhooks.stop_in_server)
+        return await self.app(scope, receive, send)
+
+
+application = DeliversWebhooks(
+    ProtocolTypeRouter(
+        {
+            # /<slug>/mcp: the agent's MCP server; the rest is Django. Around both, the bodies'
+            # flow: a streamed request body reaches the application as it arrives, and a streamed
+            # response waits for the client instead of piling up in daphne's buffer.
+            "http": server.BodyFlow(McpMount(django_asgi_app)),
+            # Websockets: session cookie + bearer tokens + the origin rule (ws_auth), then the streams.
+            "websocket": WsAuthStack(URLRouter(websocket_urlpatterns)),
+        }
+    )
 )

@@ -220,6 +220,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every request gets its id, its count and timing, and its access line
+    # (docs/operations.md "Metrics", "Logs"); the tag's lean road runs it too.
+    "artifacts_app.monitoring.RequestMiddleware",
     # First: NUL in a path or query, and a wrong Host on the API, never reach a view (API.md "Errors").
     "artifacts_app.door.DoorMiddleware",
     # A view that fails on a dependency (database, storage) answers 503/507 with the envelope.
@@ -348,6 +351,14 @@ if ARTIFACTS_HEALTH_TOKEN and len(ARTIFACTS_HEALTH_TOKEN) < 32:
         "with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
     )
 
+# /metrics for Prometheus without a staff session (docs/operations.md "Metrics").
+ARTIFACTS_METRICS_TOKEN = os.environ.get("ARTIFACTS_METRICS_TOKEN", "").strip()
+if ARTIFACTS_METRICS_TOKEN and len(ARTIFACTS_METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured(
+        "ARTIFACTS_METRICS_TOKEN must be 32+ random characters: generate one with "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
+    )
+
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -385,14 +396,45 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/playground/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
+# --- logs (docs/operations.md "Logs") ------------------------------------------------------
+# "plain": a readable line each (the default with DEBUG on, as bin/run serves); "json": one JSON
+# object per line for a log collector (the default with DEBUG off).
+ARTIFACTS_LOG_FORMAT = os.environ.get("ARTIFACTS_LOG_FORMAT", "").strip().lower() or (
+    "plain" if DEBUG else "json"
+)
+if ARTIFACTS_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(
+        f"ARTIFACTS_LOG_FORMAT is 'plain' or 'json'; got {ARTIFACTS_LOG_FORMAT!r}."
+    )
+# One line per request (artifacts_app.monitoring), logger artifacts.access at INFO.
+ARTIFACTS_ACCESS_LOG = env_bool("ARTIFACTS_ACCESS_LOG", True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "artifacts_app.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {
+            "()": "logging.Formatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+            "defaults": {"request_id": "-"},
+        },
+        "json": {"()": "artifacts_app.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": ARTIFACTS_LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
-    # A malformed multipart body is the client's: it gets its 400, and the request log its line
-    # (django.request); python-multipart's own warning for it would be a second line per body.
-    "loggers": {"python_multipart": {"level": "ERROR"}},
+    "loggers": {
+        # A malformed multipart body is the client's: it gets its 400, and the request log its
+        # line (django.request); python-multipart's own warning for it would be a second line.
+        "python_multipart": {"level": "ERROR"},
+        "artifacts.access": {"level": "INFO" if ARTIFACTS_ACCESS_LOG else "WARNING"},
+    },
 }
 
 # --- agent-artifacts -----------------------------------------------------------------------
@@ -445,6 +487,60 @@ ARTIFACTS_WS_PUBLISH_BACKLOG = 10_000  # layer sends waiting in one process befo
 ARTIFACTS_STREAM_RECHECK = env_int("ARTIFACTS_STREAM_RECHECK_MS", 500, minimum=50) / 1000
 
 ARTIFACTS_PROCESSES = env_int("ARTIFACTS_PROCESSES", 1, minimum=1)
+
+# --- webhooks (artifacts_app.webhooks; API.md "Webhooks", docs/operations.md "Webhooks") ---
+
+
+def env_seconds(name: str, default: str, *, minimum: float) -> float:
+    return seconds(name, os.environ.get(name) or default, minimum=minimum)
+
+
+def seconds(name: str, raw: str, *, minimum: float) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number of seconds; got {raw!r}.") from None
+    if not value >= minimum or value == float("inf"):
+        raise ImproperlyConfigured(f"{name} must be at least {minimum:g} seconds; got {raw!r}.")
+    return value
+
+
+def env_networks(name: str) -> list[str]:
+    found = env_list(name, [])
+    for item in found:
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"{name} is a comma-separated list of networks (CIDRs); {item!r} is not one."
+            ) from None
+    return found
+
+
+# Seconds a receiver has to answer one delivery (connect, send, answer), all told.
+ARTIFACTS_WEBHOOK_TIMEOUT = env_seconds("ARTIFACTS_WEBHOOK_TIMEOUT", "10", minimum=0.05)
+# Seconds a failing receiver is retried before its webhook is deactivated (default 3 days).
+ARTIFACTS_WEBHOOK_GIVE_UP = env_seconds("ARTIFACTS_WEBHOOK_GIVE_UP", str(3 * 24 * 3600), minimum=1)
+# Seconds between the tries of one event: 1 s, 5 s, 30 s, 2 min, 10 min, 30 min, then the last.
+ARTIFACTS_WEBHOOK_RETRY_DELAYS = [
+    seconds("ARTIFACTS_WEBHOOK_RETRY_DELAYS", x, minimum=0.01)
+    for x in env_list(
+        "ARTIFACTS_WEBHOOK_RETRY_DELAYS", ["1", "5", "30", "120", "600", "1800", "3600"]
+    )
+]
+# Development and tests only: plain http://, and networks (CIDRs) let through the address rule.
+ARTIFACTS_WEBHOOK_ALLOW_HTTP = env_bool("ARTIFACTS_WEBHOOK_ALLOW_HTTP", False)
+ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS = env_networks("ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS")
+ARTIFACTS_WEBHOOK_MAX_PER_AGENT = env_int("ARTIFACTS_WEBHOOK_MAX_PER_AGENT", 20, minimum=1)
+# Whether the site's own server process delivers (the embedded profile's way; at scale the
+# daphnes and any `manage.py deliver_webhooks` share the work), with how many sending threads.
+ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER = env_bool("ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER", True)
+ARTIFACTS_WEBHOOK_WORKERS = env_int("ARTIFACTS_WEBHOOK_WORKERS", 4, minimum=1)
+# Seconds a deliverer holds a webhook it works on; a process that dies is taken over after it.
+ARTIFACTS_WEBHOOK_LEASE = env_int("ARTIFACTS_WEBHOOK_LEASE_MS", 30_000, minimum=100) / 1000
+# Seconds between a deliverer's looks at the table when nothing woke it (events of other
+# processes without Redis, retries that come due).
+ARTIFACTS_WEBHOOK_POLL = env_int("ARTIFACTS_WEBHOOK_POLL_MS", 1000, minimum=10) / 1000
 
 # Django's own cap on request bodies held in memory; the JSON cap above is enforced by the API.
 DATA_UPLOAD_MAX_MEMORY_SIZE = ARTIFACTS_MAX_JSON_BODY_BYTES + 1024 * 1024

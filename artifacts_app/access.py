@@ -139,6 +139,10 @@ class Action(StrEnum):
     WATCH_AGENT = "watch the agent's stream"
     WATCH_SESSION = "watch a session's stream"
     WATCH_EVERY_AGENT = "watch every agent's stream"  # the admin's home: what shipped, live
+    WEBHOOK_READ = "list and read webhooks and their deliveries"
+    WEBHOOK_CREATE = "create a webhook"
+    WEBHOOK_CHANGE = "change a webhook, rotate its secret, replay"
+    WEBHOOK_DELETE = "delete a webhook"
 
 
 @dataclass(frozen=True)
@@ -150,6 +154,8 @@ class Rule:
     kinds: frozenset[str]
     refusal: str = ""
     not_owner: str = ""
+    # A Django model permission that also lets a user (staff or not) in, on every agent.
+    permission: str = ""
 
 
 _KEY, _KEY_STAFF, _ALL = (
@@ -180,6 +186,26 @@ TABLE: dict[Action, Rule] = {
     Action.WATCH_EVERY_AGENT: Rule(
         frozenset({STAFF}), "Only staff may watch every agent's stream at once."
     ),
+    Action.WEBHOOK_READ: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `view_webhook` permission, may read webhooks.",
+        permission="artifacts_app.view_webhook",
+    ),
+    Action.WEBHOOK_CREATE: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `add_webhook` permission, may create webhooks.",
+        permission="artifacts_app.add_webhook",
+    ),
+    Action.WEBHOOK_CHANGE: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `change_webhook` permission, may change webhooks.",
+        permission="artifacts_app.change_webhook",
+    ),
+    Action.WEBHOOK_DELETE: Rule(
+        _KEY,
+        "Only the agent's key, or a user with the `delete_webhook` permission, may delete webhooks.",
+        permission="artifacts_app.delete_webhook",
+    ),
 }
 
 
@@ -193,7 +219,7 @@ def require(caller: Caller, agent: Agent, action: Action) -> None:
             "wrong_agent", f"This agent key belongs to another agent, not {agent.slug!r}."
         )
     rule = TABLE[action]
-    if caller.kind not in rule.kinds:
+    if caller.kind not in rule.kinds and not has_permission(caller, rule.permission):
         raise ForbiddenError("forbidden", rule.refusal)
 
 
@@ -212,6 +238,12 @@ def every_stream_open(caller: Caller) -> list[Stream]:
     there is now."""
     require_everywhere(caller, Action.WATCH_EVERY_AGENT)
     return [Stream(agent.pk, agent.slug, None) for agent in selectors.agents_all()]
+
+
+def has_permission(caller: Caller, permission: str) -> bool:
+    """Whether the caller is an active user holding the Django model ``permission``."""
+    user = caller.user
+    return bool(permission) and user is not None and user.is_active and user.has_perm(permission)
 
 
 _SEES_EVERYTHING = TABLE[Action.READ].kinds - {USER}  # read once: every read asks it

@@ -299,3 +299,73 @@ class ApiKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class Webhook(models.Model):
+    """An HTTPS endpoint an agent's events are pushed to (API.md "Webhooks"); a cursor over the
+    stored events (DESIGN.md §16: the event table is the outbox).
+
+    ``cursor`` is the last seq done (delivered, or filtered out); the next selected event after it
+    is the head, tried at ``next_attempt_at`` (``attempts`` tries so far, failing since
+    ``failing_since``). A deliverer holds the row while it sends: ``lease_token`` until
+    ``lease_until``. ``generation`` changes with every change made through the API (filters, url,
+    secret, replay, active), so a deliverer that read the row before never writes over it.
+    """
+
+    public_id = models.CharField(max_length=40, unique=True)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="webhooks")
+    url = models.CharField(max_length=2048)
+    events = models.JSONField(default=list, blank=True)  # [] = every type
+    kinds = models.JSONField(default=list, blank=True)  # [] = every kind
+    description = models.CharField(max_length=500, blank=True, default="")
+    # The signing key must be read to sign, so it is stored as given (never logged or shown again).
+    secret = models.CharField(max_length=80, editable=False)
+    active = models.BooleanField(default=True)
+    disabled_reason = models.CharField(max_length=500, blank=True, default="")
+    cursor = models.PositiveBigIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(default=timezone.now)
+    failing_since = models.DateTimeField(null=True, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True, editable=False)
+    lease_token = models.CharField(max_length=32, blank=True, default="", editable=False)
+    generation = models.PositiveBigIntegerField(default=0, editable=False)
+    # Replays: events up to ``replay_upto`` are sent again under ids of the ``replays``-th replay.
+    replays = models.PositiveIntegerField(default=0, editable=False)
+    replay_upto = models.PositiveBigIntegerField(default=0, editable=False)
+    last_seq = models.PositiveBigIntegerField(null=True, blank=True, editable=False)
+    last_status = models.PositiveIntegerField(null=True, blank=True, editable=False)
+    last_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    class Meta:
+        indexes = [
+            # The deliverers' claim: active webhooks due first.
+            models.Index(fields=["active", "next_attempt_at"], name="webhook_due"),
+        ]
+
+    def __str__(self) -> str:
+        return self.public_id
+
+
+class WebhookDelivery(models.Model):
+    """One attempt to deliver one event to one webhook (its log, newest first)."""
+
+    webhook = models.ForeignKey(
+        Webhook, on_delete=models.CASCADE, related_name="deliveries", db_index=False
+    )
+    seq = models.PositiveBigIntegerField()
+    event_type = models.CharField(max_length=32)
+    attempt = models.PositiveIntegerField()
+    status = models.PositiveIntegerField(null=True, blank=True)
+    error = models.CharField(max_length=500, blank=True, default="")
+    duration_ms = models.PositiveIntegerField(default=0)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["webhook", "-id"], name="webhook_delivery_newest"),
+            models.Index(fields=["at"], name="webhook_delivery_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.webhook_id}#{self.seq} try {self.attempt}"

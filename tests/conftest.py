@@ -70,6 +70,22 @@ def _isolated_storage(settings, tmp_path: Path, _s3_server):
     shutil.rmtree(tmp_path / "blobs", ignore_errors=True)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _servers_deliver_no_webhooks():
+    """No process of the tests delivers webhooks by itself: the tests of webhooks run their own
+    deliverers (tests/webhooks/). Servers the tests start inherit it from the environment."""
+    from django.test.utils import override_settings
+
+    saved = os.environ.get("ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER")
+    os.environ["ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER"] = "0"
+    with override_settings(ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER=False):
+        yield
+    if saved is None:
+        os.environ.pop("ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER", None)
+    else:
+        os.environ["ARTIFACTS_WEBHOOK_DELIVER_IN_SERVER"] = saved
+
+
 UNLIMITED_AUTH_FAILURES = "1000000"
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,7 +34,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Send
 
-from artifacts_app import access, selectors, throttle
+from artifacts_app import access, metrics, selectors, throttle
 from artifacts_app.errors import ArtifactError, TooManyAttemptsError, UnauthenticatedError
 from artifacts_app.mcp.call import CALL, Call
 from artifacts_app.mcp.server import build_server
@@ -58,9 +59,28 @@ class McpMount:
         if scope["type"] == "http":
             match = PATH.match(scope.get("path", ""))
             if match is not None and match["slug"] not in RESERVED_SLUGS:
-                await serve(match["slug"], scope, receive, send)
+                await serve(match["slug"], scope, receive, _counted(scope, send))
                 return
         await self.inner(scope, receive, send)
+
+
+_METHODS = frozenset({"GET", "POST", "DELETE", "OPTIONS", "HEAD"})
+
+
+def _counted(scope: dict[str, Any], send: Any) -> Any:
+    """``send``, counting the exchange by status and timing it to its response's headers
+    (docs/operations.md "Metrics": route ``mcp``), as ``monitoring`` does for Django's routes."""
+    started = time.perf_counter()
+    method = scope.get("method", "")
+    method = method if method in _METHODS else "other"
+
+    async def counted_send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            metrics.HTTP_REQUESTS.labels("mcp", method, str(message["status"])).inc()
+            metrics.HTTP_LATENCY.labels("mcp", method).observe(time.perf_counter() - started)
+        await send(message)
+
+    return counted_send
 
 
 async def envelope(

@@ -89,6 +89,14 @@ CODES: dict[str, int] = {
     "invalid_data": 400,
     "invalid_kind": 400,
     "unknown_kind": 400,
+    # webhooks (services.webhooks, webhooks.targets)
+    "invalid_webhook_url": 400,
+    "unknown_event_type": 400,
+    "invalid_events": 400,
+    "invalid_active": 400,
+    "invalid_after": 400,
+    "too_many_webhooks": 400,
+    "unknown_webhook": 404,
     "schema_invalid": 400,
     "invalid_key": 400,
     "invalid_title": 400,
@@ -209,6 +217,16 @@ KINDS = (
     "kinds_in_code",
 )
 VERSION = ("invalid_version", "unknown_artifact", "unknown_version")
+# What a webhook's fields are refused for (POST and PATCH webhooks).
+WEBHOOK = (
+    "invalid_webhook_url",
+    "invalid_events",
+    "unknown_event_type",
+    "invalid_kinds",
+    "unknown_kind",
+    "invalid_description",
+    "invalid_active",
+)
 
 STATUS_TEXT = {
     400: "Bad input: the body, a field, a path or a query parameter (see `error.code`).",

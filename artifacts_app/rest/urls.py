@@ -9,13 +9,14 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from artifacts_app.names import ARTIFACT_ID_PATTERN, RESERVED_SLUGS, SESSION_ID_PATTERN
-from artifacts_app.rest import kinds, versions, views
+from artifacts_app.rest import kinds, versions, views, webhooks
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
 SESSION_ID = rf"(?P<session_id>{SESSION_ID_PATTERN})"
 ARTIFACT_ID = rf"(?P<artifact_id>{ARTIFACT_ID_PATTERN})"
 VERSION = r"(?P<number>[0-9]{1,10})"
+WEBHOOK_ID = r"(?P<webhook_id>wh_[0-9a-zA-Z_-]{1,40})"
 
 tool_urlpatterns: list[URLPattern | URLResolver] = [
     path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
@@ -51,6 +52,23 @@ agent_urlpatterns: list[URLPattern | URLResolver] = [
         rf"^artifacts/{ARTIFACT_ID}/versions/{VERSION}/restore$",
         versions.VersionRestoreView.as_view(),
         name="version-restore",
+    ),
+    path("webhooks", webhooks.WebhooksView.as_view(), name="webhooks"),
+    re_path(rf"^webhooks/{WEBHOOK_ID}$", webhooks.WebhookDetailView.as_view(), name="webhook"),
+    re_path(
+        rf"^webhooks/{WEBHOOK_ID}/secret$",
+        webhooks.WebhookSecretView.as_view(),
+        name="webhook-secret",
+    ),
+    re_path(
+        rf"^webhooks/{WEBHOOK_ID}/deliveries$",
+        webhooks.WebhookDeliveriesView.as_view(),
+        name="webhook-deliveries",
+    ),
+    re_path(
+        rf"^webhooks/{WEBHOOK_ID}/replay$",
+        webhooks.WebhookReplayView.as_view(),
+        name="webhook-replay",
     ),
     path("", include(tool_urlpatterns)),
     # [\s\S]: an id with %0A in it is still an unknown route, not Django's HTML 404.

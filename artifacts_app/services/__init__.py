@@ -6,7 +6,7 @@ plain Python values; none of them writes a model itself. Access is decided by th
 
 ``artifacts`` (tag, delete, evict), ``kinds`` (kinds declared over HTTP), ``history`` (restore, pin), ``pruning`` (prune), ``rules`` (the Tag rules that need no
 database), ``sessions``, ``agents`` (freeform and declared), ``secrets`` (keys and tokens), ``tool``
-(running a model's call), ``blobs`` (collecting unreferenced blobs), ``indexing`` (the search index's backfill). The reads they need, and that
+(running a model's call), ``webhooks`` (webhooks: create, change, rotate, replay), ``blobs`` (collecting unreferenced blobs), ``indexing`` (the search index's backfill). The reads they need, and that
 callers used to find here (``agent_get``, ``token_lookup``), are ``selectors``' and re-exported.
 """
 
@@ -44,8 +44,20 @@ from artifacts_app.services.secrets import (
 from artifacts_app.services.sessions import session_create
 from artifacts_app.services.tool import tool_run
 from artifacts_app.services.users import user_set
+from artifacts_app.services.webhooks import (
+    webhook_create,
+    webhook_delete,
+    webhook_replay,
+    webhook_secret_rotate,
+    webhook_update,
+)
 
 __all__ = [
+    "webhook_create",
+    "webhook_delete",
+    "webhook_replay",
+    "webhook_secret_rotate",
+    "webhook_update",
     "GcReport",
     "PruneReport",
     "TagResult",

@@ -10,6 +10,7 @@ import orjson
 import pytest
 from django.urls import URLPattern, URLResolver
 
+from artifacts_app import services
 from artifacts_app.rest import urls as rest_urls
 from tests.rest.conftest import World, bearer
 
@@ -94,7 +95,34 @@ MATRIX: dict[tuple[str, str], dict[str, int]] = {
     ("tools/tag_artifact", "POST"): dict(
         none=401, agent=201, other_agent=403, owner=403, other_user=403, staff=403
     ),
+    # Webhooks: the agent's key, or a user holding the webhook model permission (none here).
+    ("webhooks", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks", "POST"): dict(
+        none=401, agent=201, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks/<webhook_id>", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks/<webhook_id>", "PATCH"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks/<webhook_id>", "DELETE"): dict(
+        none=401, agent=204, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks/<webhook_id>/secret", "POST"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks/<webhook_id>/deliveries", "GET"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
+    ("webhooks/<webhook_id>/replay", "POST"): dict(
+        none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
+    ),
 }
+
+PUBLIC_URL = "https://93.184.216.34/hook"  # a public address: no name to resolve
 
 
 def _route_of(regex: str) -> str:
@@ -133,6 +161,9 @@ def test_matrix_covers_urlconf():
 
 
 def _path(world: World, route: str) -> str:
+    if "<webhook_id>" in route:
+        webhook, _ = services.webhook_create(agent=world.agent, url=PUBLIC_URL)
+        route = route.replace("<webhook_id>", webhook.public_id)
     path = "/reviewer/v1/" + route.replace("<session_id>", world.alice_session).replace(
         "<artifact_id>", world.content_id
     ).replace("<number>", "1")
@@ -144,7 +175,13 @@ def _body(route: str, method: str) -> dict | None:
         "/content"
     ):  # the raw content; the test client sends no Content-Type with no body
         return {"replaced": True}
-    if method != "POST" or route.endswith("/restore"):
+    if method == "PATCH":
+        return {"description": "changed"}
+    if route == "webhooks" and method == "POST":
+        return {"url": PUBLIC_URL}
+    if route.endswith("/replay"):
+        return {"after": 0}
+    if method != "POST" or route.endswith(("/restore", "/secret")):
         return None
     if route == "sessions":
         return {}

@@ -34,6 +34,14 @@ ROUTE_ACTION: dict[tuple[str, str], Action] = {
     ("artifacts/<artifact_id>/versions/<number>/restore", "POST"): Action.RESTORE,
     ("tools/tag_artifact", "GET"): Action.TOOL_DEFINITION,
     ("tools/tag_artifact", "POST"): Action.TAG,
+    ("webhooks", "GET"): Action.WEBHOOK_READ,
+    ("webhooks", "POST"): Action.WEBHOOK_CREATE,
+    ("webhooks/<webhook_id>", "GET"): Action.WEBHOOK_READ,
+    ("webhooks/<webhook_id>", "PATCH"): Action.WEBHOOK_CHANGE,
+    ("webhooks/<webhook_id>", "DELETE"): Action.WEBHOOK_DELETE,
+    ("webhooks/<webhook_id>/secret", "POST"): Action.WEBHOOK_CHANGE,
+    ("webhooks/<webhook_id>/deliveries", "GET"): Action.WEBHOOK_READ,
+    ("webhooks/<webhook_id>/replay", "POST"): Action.WEBHOOK_CHANGE,
 }
 
 # The matrix's callers as the table knows them. The matrix's object (record, session) lies in

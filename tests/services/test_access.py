@@ -37,6 +37,11 @@ EXPECTED: dict[Action, dict[str, str | int]] = {
     Action.WATCH_SESSION: _EVERYONE,
     # Every agent at once: staff only; an agent key acts in its own agent, never in all of them.
     Action.WATCH_EVERY_AGENT: _KEY | dict(agent=403, staff=YES),
+    # Webhooks: the agent's key; users only with the model permission (the world's have none).
+    Action.WEBHOOK_READ: _KEY,
+    Action.WEBHOOK_CREATE: _KEY,
+    Action.WEBHOOK_CHANGE: _KEY,
+    Action.WEBHOOK_DELETE: _KEY,
 }
 
 
@@ -140,6 +145,29 @@ def test_who_may(world: World, action: Action, caller: str):
         assert got == {"owner": expected, "other_user": expected}
 
 
+@pytest.mark.parametrize(
+    ("action", "codename"),
+    [
+        (Action.WEBHOOK_READ, "view_webhook"),
+        (Action.WEBHOOK_CREATE, "add_webhook"),
+        (Action.WEBHOOK_CHANGE, "change_webhook"),
+        (Action.WEBHOOK_DELETE, "delete_webhook"),
+    ],
+)
+def test_a_webhook_permission_lets_a_user_in(world: World, action: Action, codename: str):
+    from django.contrib.auth.models import Permission
+
+    bob = world.users["other_user"]
+    with pytest.raises(ForbiddenError):
+        access.require(access.caller_from_user(bob), world.agent, action)
+    bob.user_permissions.add(Permission.objects.get(codename=codename))
+    bob = type(bob).objects.get(pk=bob.pk)  # permissions are cached on the instance
+    access.require(access.caller_from_user(bob), world.agent, action)
+    bob.is_active = False
+    with pytest.raises(UnauthenticatedError):
+        access.require(access.caller_from_user(bob), world.agent, action)
+
+
 def test_what_lies_outside_sessions(world: World):
     """Artifacts without a session are the agent key's and staff's only."""
     rows = Artifact.objects.filter(agent=world.agent, id=world.artifacts[""])
@@ -205,7 +233,12 @@ def table_markdown() -> str:
         cells = []
         for kind, _ in kinds:
             may = kind in rule.kinds
-            cells.append(_CELL[OWN if may and kind == access.USER else YES] if may else "403")
+            if may:
+                cells.append(_CELL[OWN if kind == access.USER else YES])
+            elif rule.permission:
+                cells.append(f"with `{rule.permission.split('.')[-1]}`")
+            else:
+                cells.append("403")
         lines.append(f"| {action.value} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
