@@ -72,6 +72,7 @@ its queue, the request an application serves).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import io
 import re
 from collections.abc import Awaitable, Callable
@@ -368,7 +369,11 @@ class ArtifactsRequest(daphne_adapter.Request):
     def _resume_reading(self) -> None:
         transport = self.channel.transport if self.channel is not None else None
         if transport is not None and not self._all_in:
-            transport.resumeProducing()
+            # In an empty context: resuming registers the socket's reader with the event loop,
+            # which keeps the context it is registered in, and every later request on this
+            # kept-alive connection (a websocket handshake's application task included) would
+            # start in this one's — after its ``ThreadSensitiveContext`` has exited.
+            contextvars.Context().run(transport.resumeProducing)
 
     def abandon(self) -> bool:
         """The channel refuses the connection (a framing error mid-body): the body will not be

@@ -457,3 +457,112 @@ def test_the_body_bounds_refuse_bad_settings_at_start(env, fragment):
     proc = settings_with(**env)
     assert proc.returncode != 0
     assert "ImproperlyConfigured" in proc.stderr and fragment in proc.stderr
+
+
+# --- a kept-alive connection after a paused body -----------------------------------------------
+
+
+def test_a_websocket_upgrade_after_a_paused_body_on_the_same_connection(site):
+    """A large body pauses the socket (``agent_site.body``'s high water) and the request's thread
+    resumes it; what the socket brings next — here a websocket handshake on the same kept-alive
+    connection — is served in a context of its own, not in the finished request's (whose
+    ``ThreadSensitiveContext`` has exited: the handshake's user lookup failed with a 500)."""
+    _, token, _ = site
+    auth = f"Authorization: Bearer {token}"
+    with serve(site) as server, _connect(server) as sock:
+        record = orjson.dumps({"kind": "report", "key": "kept-alive", "data": {}})
+        sock.sendall(
+            _head(
+                "POST",
+                f"/{SLUG}/v1/artifacts",
+                auth,
+                "Content-Type: application/json",
+                f"Content-Length: {len(record)}",
+            )
+            + record
+        )
+        status, _, tagged = _answer_kept(sock)
+        assert status == 201, tagged
+        sock.sendall(
+            _head(
+                "PUT",
+                f"/{SLUG}/v1/artifacts/{tagged['id']}/content",
+                auth,
+                "Content-Type: application/octet-stream",
+                "Transfer-Encoding: chunked",
+            )
+        )
+        block = os.urandom(MIB)
+        for _ in range(48):  # far past the high water: the socket is paused and resumed
+            sock.sendall(f"{len(block):x}\r\n".encode() + block + b"\r\n")
+        sock.sendall(b"0\r\n\r\n")
+        status, _, stored = _answer_kept(sock)
+        assert status == 200, stored
+        sock.sendall(
+            _head(
+                "GET",
+                f"/{SLUG}/v1/events",
+                auth,
+                "Upgrade: websocket",
+                "Connection: Upgrade",
+                "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            )
+        )
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = sock.recv(65536)
+            assert data, answer
+            answer += data
+        assert answer.startswith(b"HTTP/1.1 101"), answer[:200]
+    assert "ThreadSensitiveContext" not in server.output(), server.output()
+
+
+def _answer_kept(sock: socket.socket) -> tuple[int, dict[str, str], dict]:
+    """One whole response on a connection that stays open."""
+    raw = _read_response(sock)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(
+        (name.strip().lower(), value.strip())
+        for name, _, value in (line.partition(":") for line in lines[1:])
+    )
+    return int(lines[0].split(" ", 2)[1]), headers, orjson.loads(body) if body else {}
+
+
+def test_a_websocket_upgrade_pipelined_behind_a_request(site):
+    """A handshake sent right behind a request, before its answer: Twisted holds it until the
+    request is done and takes it from there (inside the finished request's send); it still
+    starts in a context of its own."""
+    _, token, _ = site
+    auth = f"Authorization: Bearer {token}"
+    record = orjson.dumps({"kind": "report", "key": "pipelined", "data": {}})
+    with serve(site) as server, _connect(server) as sock:
+        sock.sendall(
+            _head(
+                "POST",
+                f"/{SLUG}/v1/artifacts",
+                auth,
+                "Content-Type: application/json",
+                f"Content-Length: {len(record)}",
+            )
+            + record
+            + _head(
+                "GET",
+                f"/{SLUG}/v1/events",
+                auth,
+                "Upgrade: websocket",
+                "Connection: Upgrade",
+                "Sec-WebSocket-Version: 13",
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==",
+            )
+        )
+        status, _, tagged = _answer_kept(sock)
+        assert status == 201, tagged
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            data = sock.recv(65536)
+            assert data, answer
+            answer += data
+        assert answer.startswith(b"HTTP/1.1 101"), answer[:200]
+    assert "ThreadSensitiveContext" not in server.output(), server.output()
