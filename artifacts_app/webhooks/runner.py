@@ -32,6 +32,7 @@ from artifacts_app.webhooks.transport import Sender
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY = 600.0  # seconds between deletions of old delivery attempts
+IDLE_CLOSE = 0.5  # seconds of sleep from which a worker closes its database connection first
 
 
 class _Waker:
@@ -113,6 +114,9 @@ class Runner:
                 wait = self._turn(sender)
                 if wait <= 0:
                     continue
+                if wait >= IDLE_CLOSE:
+                    # Idle: give the connection back (a pool's, at scale) rather than hold it.
+                    connections.close_all()
                 with self._cond:
                     if self._wakes == seen and not self.stopping.is_set():
                         self._cond.wait(wait)
