@@ -86,7 +86,7 @@ class Claim:
     url: str
     events: list[str]
     kinds: list[str]
-    secret: str
+    secret: str = field(repr=False)  # never in a log line, even by accident
     generation: int
     replays: int
     replay_upto: int
