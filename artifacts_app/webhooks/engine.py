@@ -51,6 +51,7 @@ BATCH = 200  # events read per query
 FLUSH_EVERY = 0.25  # seconds between progress writes while sending
 FLUSH_ROWS = 100  # attempts between progress writes
 CLAIM_MANY = 16  # healthy webhooks claimed together
+RECHECK_EVERY = 0.05  # seconds between looks at a webhook's generation while sending to it
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 _sqlite_lock = threading.Lock()  # SQLite: the process's own lock around a claim
 
@@ -100,6 +101,7 @@ class Claim:
     disabled_reason: str = ""
     last: tuple[int, int | None, datetime] | None = None
     log_rows: list[WebhookDelivery] = field(default_factory=list)
+    checked_at: float = field(default_factory=time.monotonic)  # when ``generation`` was read
 
 
 _CLAIM_FIELDS = (
@@ -205,6 +207,17 @@ class _Progress:
         return self.attempts >= FLUSH_ROWS or time.monotonic() - self.at > FLUSH_EVERY
 
 
+def _current(claim: Claim) -> bool:
+    """Whether the row is still as claimed, asked at most every ``RECHECK_EVERY`` seconds: a new
+    secret, new filters or a deactivation through the API stop the sending that quickly, not at
+    the next progress write."""
+    now = time.monotonic()
+    if now - claim.checked_at < RECHECK_EVERY:
+        return True
+    claim.checked_at = now
+    return Webhook.objects.filter(pk=claim.pk, generation=claim.generation).exists()
+
+
 def work(claims: list[Claim], sender: Sender, *, stopping: threading.Event | None = None) -> None:
     """Send each claimed webhook's due events in seq order until one fails, its batch ends, the
     lease's time is half spent or ``stopping`` is set; write the progress of all of them in one
@@ -263,6 +276,8 @@ def _work_one(
             progress.at, progress.attempts = time.monotonic(), 0
             if claim not in live:
                 return
+        if not _current(claim):
+            return
         progress.attempts += 1
         if not _send(claim, sender, seq, event_type, payload):
             return
