@@ -11,7 +11,8 @@ its claims (cursors, attempts, the log rows) in one transaction every ``FLUSH_EV
 ``FLUSH_ROWS`` attempts and when it stops, renewing the leases each time: with many webhooks on
 one agent, an event costs a few write transactions, not two per webhook. Progress is written only while the lease and the
 row's ``generation`` are still the ones claimed: a change made through the API meanwhile (filters,
-url, secret, replay, deactivation) wins, and the deliverer stops at its next write.
+url, secret, replay, deactivation) wins, and the deliverer, which looks at the generation every
+``RECHECK_EVERY`` while it sends, stops within that.
 
 Per webhook, an event is sent only once every earlier selected one was delivered: a failure stops
 the batch and sets the next attempt after ``ARTIFACTS_WEBHOOK_RETRY_DELAYS`` (1 s, 5 s, 30 s, 2 min,
