@@ -19,6 +19,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
@@ -38,6 +39,22 @@ LEAN_ROUTE = "rest:artifacts"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
 _PATH_LIMIT = 256
+
+# Each (route, method, status)'s counter and histogram children, looked up once: prometheus_client's
+# ``labels`` takes a lock and checks the values on every call. Bounded as the labels are.
+_Children = tuple[Any, Any]
+_children: dict[tuple[str, str, int], _Children] = {}
+
+
+def _observed(route: str, method: str, status: int) -> _Children:
+    key = (route, method, status)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = (
+            metrics.HTTP_REQUESTS.labels(route, method, str(status)),
+            metrics.HTTP_LATENCY.labels(route, method),
+        )
+    return found
 
 
 def route_of(request: HttpRequest) -> str:
@@ -96,8 +113,9 @@ class RequestMiddleware:
             route = route_of(request)
             method = request.method if request.method in _METHODS else "other"
             status = response.status_code
-            metrics.HTTP_REQUESTS.labels(route, method, str(status)).inc()
-            metrics.HTTP_LATENCY.labels(route, method).observe(elapsed)
+            counted, timed = _observed(route, method, status)
+            counted.inc()
+            timed.observe(elapsed)
             if self.log_requests and access_log.isEnabledFor(logging.INFO):
                 path = _UNSAFE.sub("?", request.path)[:_PATH_LIMIT]
                 duration_ms = round(elapsed * 1000, 1)

@@ -150,3 +150,18 @@ def settings_env() -> dict[str, str]:
         **{k: v for k, v in os.environ.items() if k not in SCALE_VARS},
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
     }
+
+
+def test_new_request_ids_differ_in_a_forked_process():
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its id, then gone
+        os.write(write, logs.request_id(None).encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+    child = os.read(read, 64).decode()
+    os.close(read)
+    os.close(write)
+    mine = logs.request_id(None)
+    assert re.fullmatch(r"[0-9a-f]{32}", child)
+    assert child[:16] != mine[:16]
