@@ -1,4 +1,4 @@
-"""CPU time per request (this process's, ``time.process_time``) of the request middleware
+"""CPU time per request (the request's thread's, ``time.thread_time``) of the request middleware
 (``artifacts_app.monitoring.RequestMiddleware``: the request id, the counters, the access line).
 
     .venv/bin/python bench/monitoring.py [--n 500] [--rounds 7]
@@ -8,8 +8,9 @@ interleaved rounds (medians): a tag on its lean road (``rest/lean.py``: the chai
 one thread, as daphne runs it) and a 50-row list page through Django's handler (the test
 ``Client``). The access line is written as production writes it (JSON, ``DJANGO_DEBUG=0``) to
 ``/dev/null``. CPU time moves far less with the machine's load than wall-clock rates
-(bench/tag_cpu.py), so a few tens of microseconds show; bench/peers.py ``--cases http`` gives the
-same change over HTTP.
+(bench/tag_cpu.py), so a few tens of microseconds show; the thread's own, because SQLite's
+checkpoint thread works after each burst of commits and its time is not the middleware's.
+bench/peers.py ``--cases http`` gives the same change over HTTP.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def main() -> None:
         "list, 50 rows (Django's road)": (list_case(without), list_case(with_mw)),
     }
     results: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in cases}
-    for name, (off, on) in cases.items():
+    for off, on in cases.values():
         off(20)
         on(20)  # warm-up: imports, query plans, the metric children
     for round_ in range(args.rounds):
