@@ -53,6 +53,47 @@ def request_id(given: str | None) -> str:
     return f"{_PREFIX}{next(_COUNTER):016x}"
 
 
+ACCESS = logging.getLogger("artifacts.access")
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def clean(text: str, limit: int) -> str:
+    """``text`` for a log line: control characters replaced, at most ``limit`` characters."""
+    return _UNSAFE.sub("?", text[:limit])
+
+
+def access_line(
+    *,
+    request_id: str,
+    method: str,
+    path: str,
+    route: str,
+    status: int,
+    seconds: float,
+    caller: str | None,
+    agent: str | None,
+) -> None:
+    """The one access line of a request (logger ``artifacts.access``, INFO): Django's routes
+    (``monitoring.RequestMiddleware``) and ``/<slug>/mcp`` alike. ``path`` without its query."""
+    if not ACCESS.isEnabledFor(logging.INFO):
+        return
+    path = clean(path, 256)
+    duration_ms = round(seconds * 1000, 1)
+    ACCESS.info(
+        f"{method} {path} {status} {duration_ms} ms",
+        extra={
+            "request_id": request_id,
+            "method": method,
+            "path": path,
+            "route": route,
+            "status": status,
+            "duration_ms": duration_ms,
+            "caller": caller,
+            "agent": None if agent is None else clean(agent, 64),
+        },
+    )
+
+
 class RequestIdFilter(logging.Filter):
     """Adds ``request_id`` to records logged while a request is answered (or about one: Django's
     ``django.request`` lines carry the request)."""

@@ -15,8 +15,6 @@ and logged, and ``/metrics`` for Prometheus.
 from __future__ import annotations
 
 import hmac
-import logging
-import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,13 +30,9 @@ from artifacts_app import access, health, logs, metrics, throttle
 from artifacts_app.door import envelope_response
 from artifacts_app.errors import TooManyAttemptsError
 
-access_log = logging.getLogger("artifacts.access")
-
 # The route of a request that took the tag's lean road (rest/lean.py: the same view's work).
 LEAN_ROUTE = "rest:artifacts"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
-_PATH_LIMIT = 256
 
 # Each (route, method, status)'s counter and histogram children, looked up once: prometheus_client's
 # ``labels`` takes a lock and checks the values on every call. Bounded as the labels are.
@@ -74,7 +68,7 @@ def route_of(request: HttpRequest) -> str:
 def _agent_of(request: HttpRequest) -> str | None:
     match = request.resolver_match
     slug = match.kwargs.get("slug") if match is not None else getattr(request, "lean_slug", None)
-    return None if slug is None else _UNSAFE.sub("?", str(slug))[:64]
+    return None if slug is None else str(slug)
 
 
 def _caller_kind(request: HttpRequest) -> str:
@@ -116,25 +110,16 @@ class RequestMiddleware:
             counted, timed = _observed(route, method, status)
             counted.inc()
             timed.observe(elapsed)
-            if self.log_requests and access_log.isEnabledFor(logging.INFO):
-                path = _UNSAFE.sub("?", request.path)[:_PATH_LIMIT]
-                duration_ms = round(elapsed * 1000, 1)
-                access_log.info(
-                    "%s %s %d %.1f ms",
-                    method,
-                    path,
-                    status,
-                    duration_ms,
-                    extra={
-                        "request_id": rid,
-                        "method": method,
-                        "path": path,
-                        "route": route,
-                        "status": status,
-                        "duration_ms": duration_ms,
-                        "caller": _caller_kind(request),
-                        "agent": _agent_of(request),
-                    },
+            if self.log_requests:
+                logs.access_line(
+                    request_id=rid,
+                    method=method,
+                    path=request.path,
+                    route=route,
+                    status=status,
+                    seconds=elapsed,
+                    caller=_caller_kind(request),
+                    agent=_agent_of(request),
                 )
             return response
         finally:

@@ -2,6 +2,7 @@
 (``artifacts_app.monitoring.RequestMiddleware``: the request id, the counters, the access line).
 
     .venv/bin/python bench/monitoring.py [--n 500] [--rounds 7]
+    .venv/bin/python bench/monitoring.py --before /tmp/before [--n 1000] [--rounds 6]
 
 The same requests, in-process, through the site's chain built with and without the middleware, in
 interleaved rounds (medians): a tag on its lean road (``rest/lean.py``: the chain and the view on
@@ -18,10 +19,13 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
-from _setup import django_setup
+from _setup import ROOT, django_setup
 
 MIDDLEWARE = "artifacts_app.monitoring.RequestMiddleware"
 
@@ -30,7 +34,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--n", type=int, default=500, help="requests per case per round")
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="an earlier commit's source tree: measure the server's CPU per tag over HTTP, this "
+        "tree's daphne beside that one's, instead of the in-process chain",
+    )
     args = parser.parse_args()
+    if args.before is not None:
+        return http_main(args)
     os.environ.setdefault("ARTIFACTS_LOG_FORMAT", "json")
     django_setup()
 
@@ -108,6 +120,69 @@ def main() -> None:
         "rounds (µs):",
         {k: ([round(x) for x in v[0]], [round(x) for x in v[1]]) for k, v in results.items()},
     )
+
+
+def http_main(args: argparse.Namespace) -> None:
+    """The server's CPU per tag over HTTP: a daphne of this tree beside one of ``--before``'s,
+    each on its own SQLite site, answering the same sequential tags in interleaved rounds; the
+    CPU time (user + system, ``/proc/<pid>/stat``) each server process spent per request, which
+    the machine's load moves far less than its rate."""
+    import sys
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT))
+    from tests.servers import DaphneServer, sqlite_site
+
+    trees = {"before": args.before.resolve(), "after": ROOT}
+    servers: dict[str, tuple[DaphneServer, str]] = {}
+    work = Path(tempfile.mkdtemp(prefix="monitoring-bench-"))
+    try:
+        for name, tree in trees.items():
+            (work / name).mkdir()
+            env, key = sqlite_site(work / name, PYTHONPATH=str(tree))
+            # As docs/operations.md runs it: -v0 (the site's own access line, JSON; none of daphne's).
+            server = DaphneServer(env, cwd=tree, args=("-v0",), log_path=work / f"{name}.log")
+            servers[name] = (server.start(), key)
+        clock = os.sysconf("SC_CLK_TCK")
+
+        def cpu(server: DaphneServer) -> float:
+            assert server.process is not None
+            with open(f"/proc/{server.process.pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / clock
+
+        def run(name: str) -> float:
+            server, key = servers[name]
+            body = {"kind": "report", "data": {"text": "x" * 200}}
+            with httpx.Client(
+                base_url=server.base_url, headers={"Authorization": f"Bearer {key}"}
+            ) as client:
+                for _ in range(20):
+                    client.post("/reviewer/v1/artifacts", json=body)
+                before = cpu(server)
+                for _ in range(args.n):
+                    assert client.post("/reviewer/v1/artifacts", json=body).status_code == 201
+                return (cpu(server) - before) / args.n * 1e6
+
+        results: dict[str, list[float]] = {name: [] for name in trees}
+        for round_ in range(args.rounds):
+            for name in trees if round_ % 2 == 0 else reversed(list(trees)):
+                results[name].append(run(name))
+        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+        before, after = (statistics.median(results[name]) for name in trees)
+        print(f"bench/monitoring.py --http, --n {args.n} --rounds {args.rounds}, load {load}")
+        print("| server CPU per tag over HTTP | before | after | difference |")
+        print("|---|---:|---:|---:|")
+        print(
+            f"| median of rounds | {before:.0f} µs | {after:.0f} µs | "
+            f"{after - before:+.0f} µs ({(after / before - 1) * 100:+.1f}%) |"
+        )
+        print("rounds (µs):", {k: [round(x) for x in v] for k, v in results.items()})
+    finally:
+        for server, _ in servers.values():
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
