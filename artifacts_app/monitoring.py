@@ -78,9 +78,10 @@ def _caller_kind(request: HttpRequest) -> str:
     named = getattr(request, "caller_kind", None)
     if named is not None:
         return str(named)
-    caller = getattr(request, "auth", None)
-    if isinstance(caller, access.Caller):
-        return caller.kind
+    # The kind is a label of the line here, never compared: access.py holds the rules.
+    resolved = getattr(request, "auth", None)
+    if isinstance(resolved, access.Caller):
+        return resolved.kind
     user = request.__dict__.get("user")
     # type(), not isinstance(): a lazy user not yet read must stay unread.
     if user is not None and issubclass(type(user), AbstractUser):
@@ -175,8 +176,8 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
                 "not_authenticated",
                 "Send `Authorization: Bearer <ARTIFACTS_METRICS_TOKEN>`, or log in as staff.",
             )
-    request.caller_kind = caller.kind  # type: ignore[attr-defined]
-    if caller.kind != access.STAFF:
+    request.auth = caller  # type: ignore[attr-defined]  # as DRF's request does (the access line)
+    if not access.is_staff(caller.user):  # the staff rule (an agent key has no user)
         return envelope_response(403, "forbidden", "Only staff may read the metrics.")
     return None
 
