@@ -220,6 +220,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: every request gets its id, its count and timing, and its access line
+    # (docs/operations.md "Metrics", "Logs"); the tag's lean road runs it too.
+    "artifacts_app.monitoring.RequestMiddleware",
     # First: NUL in a path or query, and a wrong Host on the API, never reach a view (API.md "Errors").
     "artifacts_app.door.DoorMiddleware",
     # A view that fails on a dependency (database, storage) answers 503/507 with the envelope.
@@ -348,6 +351,14 @@ if ARTIFACTS_HEALTH_TOKEN and len(ARTIFACTS_HEALTH_TOKEN) < 32:
         "with `python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
     )
 
+# /metrics for Prometheus without a staff session (docs/operations.md "Metrics").
+ARTIFACTS_METRICS_TOKEN = os.environ.get("ARTIFACTS_METRICS_TOKEN", "").strip()
+if ARTIFACTS_METRICS_TOKEN and len(ARTIFACTS_METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured(
+        "ARTIFACTS_METRICS_TOKEN must be 32+ random characters: generate one with "
+        "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
+    )
+
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
@@ -385,14 +396,45 @@ LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/playground/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
 
+# --- logs (docs/operations.md "Logs") ------------------------------------------------------
+# "plain": a readable line each (the default with DEBUG on, as bin/run serves); "json": one JSON
+# object per line for a log collector (the default with DEBUG off).
+ARTIFACTS_LOG_FORMAT = os.environ.get("ARTIFACTS_LOG_FORMAT", "").strip().lower() or (
+    "plain" if DEBUG else "json"
+)
+if ARTIFACTS_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(
+        f"ARTIFACTS_LOG_FORMAT is 'plain' or 'json'; got {ARTIFACTS_LOG_FORMAT!r}."
+    )
+# One line per request (artifacts_app.monitoring), logger artifacts.access at INFO.
+ARTIFACTS_ACCESS_LOG = env_bool("ARTIFACTS_ACCESS_LOG", True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "artifacts_app.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {
+            "()": "logging.Formatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s",
+            "defaults": {"request_id": "-"},
+        },
+        "json": {"()": "artifacts_app.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["request_id"],
+            "formatter": ARTIFACTS_LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "WARNING")},
-    # A malformed multipart body is the client's: it gets its 400, and the request log its line
-    # (django.request); python-multipart's own warning for it would be a second line per body.
-    "loggers": {"python_multipart": {"level": "ERROR"}},
+    "loggers": {
+        # A malformed multipart body is the client's: it gets its 400, and the request log its
+        # line (django.request); python-multipart's own warning for it would be a second line.
+        "python_multipart": {"level": "ERROR"},
+        "artifacts.access": {"level": "INFO" if ARTIFACTS_ACCESS_LOG else "WARNING"},
+    },
 }
 
 # --- agent-artifacts -----------------------------------------------------------------------

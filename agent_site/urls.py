@@ -5,7 +5,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from artifacts_app import health, playground
+from artifacts_app import health, monitoring, playground
 from artifacts_app.admin.login import accounts_login, admin_login
 
 # A dependency failure outside a view answers 503/507, a bug under /<slug>/ the 500 envelope.
@@ -17,6 +17,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     # For load balancers: 503 when requests cannot be served; each dependency's state for staff.
     path("healthz", health.healthz, name="healthz"),
+    # Prometheus' scrape: staff or ARTIFACTS_METRICS_TOKEN only (docs/operations.md "Metrics").
+    path("metrics", monitoring.metrics_view, name="metrics"),
     # --- ui: the playground and a login page for people who are not staff ---------------------
     path("playground/", playground.playground, name="playground"),
     path("playground/sessions", playground.new_session, name="playground-new-session"),

@@ -22,7 +22,7 @@ from django.core.files.storage import FileSystemStorage, Storage, storages
 from django.db import connection
 from django.utils import timezone
 
-from artifacts_app import faults
+from artifacts_app import faults, metrics
 from artifacts_app.errors import ArtifactError, TooLargeError
 from artifacts_app.jsontypes import JSONObject
 from artifacts_app.models import Blob
@@ -237,6 +237,7 @@ class BlobWriter:
             with faults.storage_errors():
                 self._move_into_place(blob_name(sha))
             self.stored = StoredBlob(sha256=sha, size=self.size)
+            metrics.UPLOAD_BYTES.inc(self.size)
             return self.stored
         finally:
             self.discard()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -30,7 +31,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from artifacts_app import access, event_schema, fanout, faults, selectors
+from artifacts_app import access, event_schema, fanout, faults, metrics, selectors
 from artifacts_app.errors import (
     ArtifactError,
     ForbiddenError,
@@ -42,6 +43,12 @@ from artifacts_app.errors import (
 log = logging.getLogger(__name__)
 
 # Set by ``ws_auth.BearerAuthMiddleware``, which wraps these consumers (agent_site/asgi.py).
+# docs/operations.md "Metrics": this transport's children, looked up once.
+_OPEN = metrics.SUBSCRIBERS.labels("websocket")
+_DELIVERED = metrics.EVENTS_DELIVERED.labels("websocket")
+_LAG = metrics.SUBSCRIBER_LAG.labels("websocket")
+_DROPPED = metrics.SUBSCRIBERS_DROPPED.labels("websocket")
+
 CALLER = "artifacts_caller"
 REFUSAL = "artifacts_refusal"  # (close code, reason) or None
 
@@ -134,7 +141,8 @@ class EventsConsumer(AsyncWebsocketConsumer):
         self.stream = stream
         self.session_sid = stream.session_sid
         self.grant = access.stream_grant(self.scope.get(CALLER), stream, _cookie(self.scope))
-        self.buffer: asyncio.Queue[tuple[int, str]] = asyncio.Queue(
+        # (seq, the event's text, when the hub offered it: the subscriber's lag once written)
+        self.buffer: asyncio.Queue[tuple[int, str, float]] = asyncio.Queue(
             maxsize=getattr(settings, "ARTIFACTS_WS_BUFFER", 1000)
         )
         self.lagging = False
@@ -148,6 +156,8 @@ class EventsConsumer(AsyncWebsocketConsumer):
             await self.refuse(UNAVAILABLE, UNAVAILABLE_REASON)
             return
         await self.accept()
+        _OPEN.inc()
+        self.counted = True
         # Asked again while open: a revocation anywhere closes the socket (4401/4403).
         fanout.hub().guard(self)
         self.writer = asyncio.get_running_loop().create_task(self._write(after))
@@ -174,8 +184,9 @@ class EventsConsumer(AsyncWebsocketConsumer):
         if self.lagging:
             return
         try:
-            self.buffer.put_nowait((event["seq"], text))
+            self.buffer.put_nowait((event["seq"], text, time.monotonic()))
         except asyncio.QueueFull:
+            _DROPPED.inc()
             self.lagging = True
             self._leave()
             asyncio.get_running_loop().create_task(self._drop_lagging())
@@ -224,16 +235,24 @@ class EventsConsumer(AsyncWebsocketConsumer):
         buffer = self.buffer
         send = self.base_send
         while True:
-            seq, text = await buffer.get()
+            seq, text, offered = await buffer.get()
+            _LAG.observe(time.monotonic() - offered)  # the oldest of this write's events
+            sent = 0
             while True:
                 if seq > last:  # the replay/live seam: skip what replay already sent
                     await send({"type": "websocket.send", "text": text})
                     last = seq
+                    sent += 1
                 if buffer.empty():  # drain a backlog without a wake-up per event
                     break
-                seq, text = buffer.get_nowait()
+                seq, text, _ = buffer.get_nowait()
+            if sent:
+                _DELIVERED.inc(sent)
 
     def _leave(self) -> None:
+        if getattr(self, "counted", False):
+            self.counted = False
+            _OPEN.dec()
         if self.stream is not None:
             hub = fanout.hub()
             hub.unguard(self)

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.utils import CursorWrapper
 
-from artifacts_app import event_schema, fanout
+from artifacts_app import event_schema, fanout, metrics
 from artifacts_app.models import Event
 from artifacts_app.records import ArtifactRecord
 
@@ -149,6 +149,7 @@ def publish(agent_id: int, payloads: list[event_schema.Event]) -> None:
     that miss a publish recover them (gap filling, ``?after=``)."""
     if not payloads:
         return
+    _count(payloads)
     try:
         fanout.deliver_local(agent_id, payloads)
         if fanout.remote_enabled():
@@ -159,6 +160,16 @@ def publish(agent_id: int, payloads: list[event_schema.Event]) -> None:
             len(payloads),
             agent_id,
         )
+
+
+def _count(payloads: list[event_schema.Event]) -> None:
+    for payload in payloads:
+        kind = payload["type"]
+        metrics.EVENTS_PUBLISHED.labels(kind).inc()
+        if kind == event_schema.TAGGED:
+            metrics.TAGS.inc()
+        elif kind == event_schema.DELETED and payload.get("reason") == "evicted":
+            metrics.EVICTIONS.inc()
 
 
 _COLUMNS = (

@@ -146,6 +146,15 @@ _PROBES = {
 _REQUIRED = ("database", "storage")
 
 
+def dependency_checks() -> dict[str, JSONObject]:
+    """Each dependency's answer (``{"status": "ok" | "unavailable" | "full", …}``), all asked at
+    once and each waited for at most ``ARTIFACTS_HEALTH_TIMEOUT`` seconds: ``/healthz`` and
+    ``/metrics`` ask the same probes."""
+    deadline = time.monotonic() + float(settings.ARTIFACTS_HEALTH_TIMEOUT)
+    started = {name: probe.start() for name, probe in _PROBES.items()}  # all at once
+    return {name: _Probe.answer(*started[name], deadline) for name in _PROBES}
+
+
 def may_see_details(request: HttpRequest) -> bool:
     """Staff (the session's user), or the health token (compared in constant time; an unset
     token lets no one in). A wrong token is no error: it gets what anyone gets."""
@@ -167,9 +176,7 @@ def healthz(request: HttpRequest) -> HttpResponse:
     """``GET /healthz``: ``{"status": "ok" | "degraded" | "unavailable"}``; 503 when the database
     or the storage fails. For ``may_see_details``, also ``"checks": {name: {"status": "ok" |
     "unavailable" | "full", …}}``."""
-    deadline = time.monotonic() + float(settings.ARTIFACTS_HEALTH_TIMEOUT)
-    started = {name: probe.start() for name, probe in _PROBES.items()}  # all at once
-    checks = {name: _Probe.answer(*started[name], deadline) for name in _PROBES}
+    checks = dependency_checks()
     failing = [name for name, check in checks.items() if check["status"] != OK]
     if any(name in _REQUIRED for name in failing):
         status, code = UNAVAILABLE, 503

@@ -90,11 +90,13 @@ class DaphneServer:
         timeout: float = 120,
         app: str = APP,
         cwd: Path = ROOT,
+        args: tuple[str, ...] = (),
     ) -> None:
         """``env`` is the server's whole environment (default: this process's). With
         ``ready_path`` the server is ready once ``GET ready_path`` gets an answer (with status
         ``ready_status``, if given); without it, once the port accepts a connection. ``cwd`` is the
-        source tree it serves (bench/peers.py's ``--before`` serves an earlier commit's)."""
+        source tree it serves (bench/peers.py's ``--before`` serves an earlier commit's); ``args``
+        more of daphne's options (``-v0``: no access line of daphne's own, as in production)."""
         self.env = dict(os.environ if env is None else env)
         self.port = port or free_port()
         if log_path is None:
@@ -107,6 +109,7 @@ class DaphneServer:
         self.timeout = timeout
         self.app = app
         self.cwd = cwd
+        self.args = args
         self.process: subprocess.Popen | None = None
         self._log: IO[bytes] | None = None
 
@@ -130,7 +133,17 @@ class DaphneServer:
             raise RuntimeError(f"daphne on port {self.port} is already running")
         self._log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), self.app],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                *self.args,
+                "-b",
+                HOST,
+                "-p",
+                str(self.port),
+                self.app,
+            ],
             cwd=self.cwd,
             env=self.env,
             stdout=self._log,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -33,7 +34,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Send
 
-from artifacts_app import access, selectors, throttle
+from artifacts_app import access, logs, metrics, selectors, throttle
 from artifacts_app.errors import ArtifactError, TooManyAttemptsError, UnauthenticatedError
 from artifacts_app.mcp.call import CALL, Call
 from artifacts_app.mcp.server import build_server
@@ -58,9 +59,47 @@ class McpMount:
         if scope["type"] == "http":
             match = PATH.match(scope.get("path", ""))
             if match is not None and match["slug"] not in RESERVED_SLUGS:
-                await serve(match["slug"], scope, receive, send)
+                await serve(match["slug"], scope, receive, _counted(scope, send))
                 return
         await self.inner(scope, receive, send)
+
+
+_METHODS = frozenset({"GET", "POST", "DELETE", "OPTIONS", "HEAD"})
+
+
+def _counted(scope: dict[str, Any], send: Any) -> Any:
+    """``send``, with the exchange given its request id (``X-Request-ID``), counted by status,
+    timed to its response's headers and given its access line (docs/operations.md "Metrics" and
+    "Logs": route ``mcp``), as ``monitoring`` does for Django's routes."""
+    started = time.perf_counter()
+    method = scope.get("method", "")
+    method = method if method in _METHODS else "other"
+    given = _header(scope, b"x-request-id")
+    rid = logs.request_id(None if given is None else given.decode("latin-1"))
+
+    async def counted_send(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            elapsed = time.perf_counter() - started
+            status = message["status"]
+            message = {
+                **message,
+                "headers": [*message.get("headers", ()), (b"x-request-id", rid.encode())],
+            }
+            metrics.HTTP_REQUESTS.labels("mcp", method, str(status)).inc()
+            metrics.HTTP_LATENCY.labels("mcp", method).observe(elapsed)
+            logs.access_line(
+                request_id=rid,
+                method=method,
+                path=scope.get("path", ""),
+                route="mcp",
+                status=status,
+                seconds=elapsed,
+                caller=None,
+                agent=scope.get("path", "").split("/")[1] or None,
+            )
+        await send(message)
+
+    return counted_send
 
 
 async def envelope(

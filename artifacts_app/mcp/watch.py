@@ -16,6 +16,7 @@ calls ``offer`` on its loop and it never blocks.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Iterable
 
@@ -23,12 +24,18 @@ import orjson
 from channels.db import database_sync_to_async
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from artifacts_app import access, event_schema, fanout, selectors
+from artifacts_app import access, event_schema, fanout, metrics, selectors
 from artifacts_app.errors import ArtifactError
 from artifacts_app.mcp.reads import record_uri
 from artifacts_app.models import Agent
 
 BACKLOG = 10_000  # unexamined events past which a watch signals everything it could
+
+# docs/operations.md "Metrics": this transport's children, looked up once.
+_OPEN = metrics.SUBSCRIBERS.labels("mcp")
+_DELIVERED = metrics.EVENTS_DELIVERED.labels("mcp")
+_LAG = metrics.SUBSCRIBER_LAG.labels("mcp")
+_DROPPED = metrics.SUBSCRIBERS_DROPPED.labels("mcp")
 
 
 class Watch:
@@ -43,6 +50,7 @@ class Watch:
         self.list_changes = list_changes
         self.subscribed: set[str] = set()  # record ids
         self._events: deque[tuple[str, str | None, str]] = deque()
+        self._oldest = 0.0  # when the oldest unexamined event was offered (monotonic)
         self._flooded = False
         self._wake = asyncio.Event()
         self._owned: dict[str | None, bool] = {None: False}  # a user's sessions, by sid
@@ -54,6 +62,7 @@ class Watch:
         hub = fanout.hub()
         await hub.join(self.agent_id, self)
         self._joined = True
+        _OPEN.inc()
         hub.guard(self)
 
     def leave(self) -> None:
@@ -62,6 +71,7 @@ class Watch:
             hub.unguard(self)
             hub.leave(self.agent_id, self)
             self._joined = False
+            _OPEN.dec()
         self._wake.set()
 
     @property
@@ -82,7 +92,10 @@ class Watch:
         if len(self._events) >= BACKLOG:
             self._events.clear()
             self._flooded = True
+            _DROPPED.inc()
         else:
+            if not self._events:
+                self._oldest = time.monotonic()
             self._events.append((event["type"], event["sessionId"], event["record"]["id"]))
         self._wake.set()
 
@@ -111,14 +124,20 @@ class Watch:
             self._flooded = False
             return self.list_changes, set(self.subscribed)
         listed, updated = False, set()
+        if self._events:
+            _LAG.observe(time.monotonic() - self._oldest)
+        delivered = 0
         while self._events:
             kind, sid, rid = self._events.popleft()
             if not await self._visible(sid):
                 continue
+            delivered += 1
             if rid in self.subscribed:
                 updated.add(rid)
             if kind != event_schema.PINNED:
                 listed = listed or self.list_changes
+        if delivered:
+            _DELIVERED.inc(delivered)
         return listed, updated
 
     async def _visible(self, sid: str | None) -> bool:

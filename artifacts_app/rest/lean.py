@@ -100,6 +100,7 @@ def tag(request: HttpRequest, slug: str) -> HttpResponse:
         if authenticated is None:
             raise exceptions.NotAuthenticated()
         caller = authenticated[1]
+        request.auth = caller  # type: ignore[attr-defined]  # as DRF's request does (the access line)
         agent = request_agent(caller, slug)
         access.require(caller, agent, access.Action.TAG)  # refuse before reading the body
         response = tag_json(agent, _PARSER.parse(request, None, {"request": request}))

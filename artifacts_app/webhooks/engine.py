@@ -38,9 +38,10 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Min, Q
+from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
+from artifacts_app import metrics
 from artifacts_app.models import Webhook, WebhookDelivery
 from artifacts_app.selectors import webhooks as webhook_reads
 from artifacts_app.webhooks import signing
@@ -307,10 +308,9 @@ def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any)
         )
     )
     claim.last = (seq, answer.status, now)
-    # Metrics' call site (artifacts_app/metrics.py, when merged): one attempt — on success
-    # ``WEBHOOK_DELIVERIES.labels("delivered")``, else ``"failed"``, or ``"gave_up"`` where the
-    # webhook is deactivated below — and ``WEBHOOK_DELIVERY_LATENCY.observe(duration_ms / 1000)``.
+    metrics.WEBHOOK_DELIVERY_LATENCY.observe(answer.duration_ms / 1000)
     if answer.delivered:
+        metrics.WEBHOOK_DELIVERIES.labels("delivered").inc()
         claim.cursor, claim.attempts, claim.failing_since = seq, 0, None
         return True
     sender.forget(claim.public_id)  # a failing receiver gets a fresh connection next time
@@ -327,14 +327,17 @@ def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any)
     claim.failing_since = claim.failing_since or now
     give_up = float(settings.ARTIFACTS_WEBHOOK_GIVE_UP)
     if answer.status == 410:
+        metrics.WEBHOOK_DELIVERIES.labels("gave_up").inc()
         _deactivate(claim, f"the receiver answered 410 Gone to event {seq}")
     elif (now - claim.failing_since).total_seconds() >= give_up:
+        metrics.WEBHOOK_DELIVERIES.labels("gave_up").inc()
         _deactivate(
             claim,
             f"no delivery succeeded for {give_up:g} s (ARTIFACTS_WEBHOOK_GIVE_UP); "
             f"event {seq}'s last try: {what}",
         )
     else:
+        metrics.WEBHOOK_DELIVERIES.labels("failed").inc()
         claim.next_attempt_at = now + timedelta(seconds=retry_delay(attempt))
     return False
 
@@ -382,6 +385,15 @@ def _flush(claims: list[Claim], *, release: bool) -> list[Claim]:
         for claim in claims:
             claim.log_rows = []
     return held
+
+
+def backlog() -> int:
+    """Seqs the active webhooks' cursors have still to pass, summed (events filtered out
+    included): the ``webhook_backlog`` gauge, one aggregate however many webhooks there are."""
+    total = Webhook.objects.filter(active=True).aggregate(
+        n=Sum(F("agent__last_seq") - F("cursor"))
+    )["n"]
+    return int(total or 0)
 
 
 def prune_log(now: datetime | None = None) -> int:

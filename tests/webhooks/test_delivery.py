@@ -70,10 +70,18 @@ def test_events_arrive_signed_as_standard_webhooks_define(agent, receiver, deliv
         verifier.verify(got[0].body, tampered)
 
 
+def counted(outcome: str) -> float:
+    from prometheus_client import REGISTRY
+
+    found = REGISTRY.get_sample_value("artifacts_webhook_deliveries_total", {"outcome": outcome})
+    return found or 0.0
+
+
 def test_order_holds_across_retries_and_the_id_stays(agent, deliverer):
     def answer(n, r):
         return Reply(500) if n < 3 else Reply(200)
 
+    failed, delivered = counted("failed"), counted("delivered")
     with Receiver(answer) as receiver:
         hook = create(agent, receiver.url())
         last = tag(agent, 4)
@@ -88,6 +96,7 @@ def test_order_holds_across_retries_and_the_id_stays(agent, deliverer):
     assert attempts[:4] == [(first, 1, 500), (first, 2, 500), (first, 3, 500), (first, 4, 200)]
     body = state(agent, hook["id"])
     assert body["failingSince"] is None and body["pending"] == 0
+    assert counted("failed") - failed == 3 and counted("delivered") - delivered == 4
 
 
 def test_a_410_deactivates_with_a_reason(agent, deliverer):
