@@ -15,10 +15,9 @@ and logged, and ``/metrics`` for Prometheus.
 from __future__ import annotations
 
 import hmac
-import logging
-import re
 import time
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractUser
@@ -31,13 +30,25 @@ from artifacts_app import access, health, logs, metrics, throttle
 from artifacts_app.door import envelope_response
 from artifacts_app.errors import TooManyAttemptsError
 
-access_log = logging.getLogger("artifacts.access")
-
 # The route of a request that took the tag's lean road (rest/lean.py: the same view's work).
 LEAN_ROUTE = "rest:artifacts"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
-_PATH_LIMIT = 256
+
+# Each (route, method, status)'s counter and histogram children, looked up once: prometheus_client's
+# ``labels`` takes a lock and checks the values on every call. Bounded as the labels are.
+_Children = tuple[Any, Any]
+_children: dict[tuple[str, str, int], _Children] = {}
+
+
+def _observed(route: str, method: str, status: int) -> _Children:
+    key = (route, method, status)
+    found = _children.get(key)
+    if found is None:
+        found = _children[key] = (
+            metrics.HTTP_REQUESTS.labels(route, method, str(status)),
+            metrics.HTTP_LATENCY.labels(route, method),
+        )
+    return found
 
 
 def route_of(request: HttpRequest) -> str:
@@ -57,7 +68,7 @@ def route_of(request: HttpRequest) -> str:
 def _agent_of(request: HttpRequest) -> str | None:
     match = request.resolver_match
     slug = match.kwargs.get("slug") if match is not None else getattr(request, "lean_slug", None)
-    return None if slug is None else _UNSAFE.sub("?", str(slug))[:64]
+    return None if slug is None else str(slug)
 
 
 def _caller_kind(request: HttpRequest) -> str:
@@ -67,9 +78,10 @@ def _caller_kind(request: HttpRequest) -> str:
     named = getattr(request, "caller_kind", None)
     if named is not None:
         return str(named)
-    caller = getattr(request, "auth", None)
-    if isinstance(caller, access.Caller):
-        return caller.kind
+    # The kind is a label of the line here, never compared: access.py holds the rules.
+    resolved = getattr(request, "auth", None)
+    if isinstance(resolved, access.Caller):
+        return resolved.kind
     user = request.__dict__.get("user")
     # type(), not isinstance(): a lazy user not yet read must stay unread.
     if user is not None and issubclass(type(user), AbstractUser):
@@ -96,27 +108,19 @@ class RequestMiddleware:
             route = route_of(request)
             method = request.method if request.method in _METHODS else "other"
             status = response.status_code
-            metrics.HTTP_REQUESTS.labels(route, method, str(status)).inc()
-            metrics.HTTP_LATENCY.labels(route, method).observe(elapsed)
-            if self.log_requests and access_log.isEnabledFor(logging.INFO):
-                path = _UNSAFE.sub("?", request.path)[:_PATH_LIMIT]
-                duration_ms = round(elapsed * 1000, 1)
-                access_log.info(
-                    "%s %s %d %.1f ms",
-                    method,
-                    path,
-                    status,
-                    duration_ms,
-                    extra={
-                        "request_id": rid,
-                        "method": method,
-                        "path": path,
-                        "route": route,
-                        "status": status,
-                        "duration_ms": duration_ms,
-                        "caller": _caller_kind(request),
-                        "agent": _agent_of(request),
-                    },
+            counted, timed = _observed(route, method, status)
+            counted.inc()
+            timed.observe(elapsed)
+            if self.log_requests:
+                logs.access_line(
+                    request_id=rid,
+                    method=method,
+                    path=request.path,
+                    route=route,
+                    status=status,
+                    seconds=elapsed,
+                    caller=_caller_kind(request),
+                    agent=_agent_of(request),
                 )
             return response
         finally:
@@ -172,8 +176,8 @@ def _refusal(request: HttpRequest) -> HttpResponse | None:
                 "not_authenticated",
                 "Send `Authorization: Bearer <ARTIFACTS_METRICS_TOKEN>`, or log in as staff.",
             )
-    request.caller_kind = caller.kind  # type: ignore[attr-defined]
-    if caller.kind != access.STAFF:
+    request.auth = caller  # type: ignore[attr-defined]  # as DRF's request does (the access line)
+    if not access.is_staff(caller.user):  # the staff rule (an agent key has no user)
         return envelope_response(403, "forbidden", "Only staff may read the metrics.")
     return None
 

@@ -34,7 +34,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from starlette.types import ASGIApp, Receive, Send
 
-from artifacts_app import access, metrics, selectors, throttle
+from artifacts_app import access, logs, metrics, selectors, throttle
 from artifacts_app.errors import ArtifactError, TooManyAttemptsError, UnauthenticatedError
 from artifacts_app.mcp.call import CALL, Call
 from artifacts_app.mcp.server import build_server
@@ -68,16 +68,35 @@ _METHODS = frozenset({"GET", "POST", "DELETE", "OPTIONS", "HEAD"})
 
 
 def _counted(scope: dict[str, Any], send: Any) -> Any:
-    """``send``, counting the exchange by status and timing it to its response's headers
-    (docs/operations.md "Metrics": route ``mcp``), as ``monitoring`` does for Django's routes."""
+    """``send``, with the exchange given its request id (``X-Request-ID``), counted by status,
+    timed to its response's headers and given its access line (docs/operations.md "Metrics" and
+    "Logs": route ``mcp``), as ``monitoring`` does for Django's routes."""
     started = time.perf_counter()
     method = scope.get("method", "")
     method = method if method in _METHODS else "other"
+    given = _header(scope, b"x-request-id")
+    rid = logs.request_id(None if given is None else given.decode("latin-1"))
 
     async def counted_send(message: Any) -> None:
         if message["type"] == "http.response.start":
-            metrics.HTTP_REQUESTS.labels("mcp", method, str(message["status"])).inc()
-            metrics.HTTP_LATENCY.labels("mcp", method).observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            status = message["status"]
+            message = {
+                **message,
+                "headers": [*message.get("headers", ()), (b"x-request-id", rid.encode())],
+            }
+            metrics.HTTP_REQUESTS.labels("mcp", method, str(status)).inc()
+            metrics.HTTP_LATENCY.labels("mcp", method).observe(elapsed)
+            logs.access_line(
+                request_id=rid,
+                method=method,
+                path=scope.get("path", ""),
+                route="mcp",
+                status=status,
+                seconds=elapsed,
+                caller=None,
+                agent=scope.get("path", "").split("/")[1] or None,
+            )
         await send(message)
 
     return counted_send

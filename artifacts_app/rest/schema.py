@@ -407,6 +407,9 @@ CLOSED_BODIES = (
     "KindsDeclareRequest",
     "KindDeclareRequest",
     "TagMultipartRequest",
+    "WebhookCreateRequest",
+    "PatchedWebhookUpdateRequest",
+    "ReplayRequest",
 )
 # The envelope has exactly these fields (errors.envelope, ArtifactError.as_envelope).
 CLOSED_RESPONSES = ("Error", "ErrorBody")

@@ -10,15 +10,18 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.request import Request
 
 from artifacts_app import access
+from artifacts_app.event_schema import EVENT_TYPES
 from artifacts_app.models import Webhook
+from artifacts_app.names import KIND_PATTERN
 from artifacts_app.rest.filters import PageFilter, cleaned
 from artifacts_app.rest.pagination import next_url
 from artifacts_app.rest.schema import JSON_BODY, PAGE, WEBHOOK, errors
+from artifacts_app.rest.serializers import pattern, text
 from artifacts_app.rest.views.base import AgentView, json_response, object_body
 from artifacts_app.selectors import DEFAULT_LIMIT
 from artifacts_app.selectors import webhooks as reads
@@ -29,10 +32,93 @@ UPDATE_FIELDS = CREATE_FIELDS | {"active"}
 WEBHOOK_ID = OpenApiParameter(
     "webhook_id", str, OpenApiParameter.PATH, description="A webhook's id (`wh_…`)."
 )
-WEBHOOK_JSON = OpenApiResponse(OpenApiTypes.OBJECT, description="The webhook (without its secret).")
-WITH_SECRET = OpenApiResponse(
-    OpenApiTypes.OBJECT, description="The webhook with its `secret`, shown in this answer only."
-)
+
+# --- shapes for the OpenAPI schema (the services hold every rule) -------------------------------
+
+
+class _Filters(serializers.Serializer):
+    events = serializers.ListField(
+        child=serializers.ChoiceField(choices=list(EVENT_TYPES)),
+        required=False,
+        allow_null=True,
+        max_length=writes.FILTER_MAX,
+        help_text="Event types delivered; left out, null or []: all.",
+    )
+    kinds = serializers.ListField(
+        child=serializers.CharField(validators=pattern(KIND_PATTERN)),
+        required=False,
+        allow_null=True,
+        max_length=writes.FILTER_MAX,
+        help_text="Kinds delivered (the agent's); left out, null or []: all.",
+    )
+    description = serializers.CharField(
+        required=False,
+        allow_null=True,
+        allow_blank=True,
+        validators=text(0, writes.DESCRIPTION_MAX),
+    )
+
+
+class WebhookCreateSerializer(_Filters):
+    url = serializers.CharField(
+        max_length=2048,
+        help_text="https:// on a public address (no credentials, no fragment).",
+    )
+
+
+class WebhookUpdateSerializer(_Filters):
+    url = serializers.CharField(required=False, max_length=2048)
+    active = serializers.BooleanField(
+        required=False, help_text="false stops delivery; true resumes where it stopped."
+    )
+
+
+class ReplaySerializer(serializers.Serializer):
+    after = serializers.IntegerField(min_value=0, help_text="Deliver the stored events after it.")
+
+
+class LastDeliverySerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    status = serializers.IntegerField(allow_null=True)
+    at = serializers.DateTimeField()
+
+
+class WebhookSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    url = serializers.CharField()
+    events = serializers.ListField(child=serializers.CharField())
+    kinds = serializers.ListField(child=serializers.CharField())
+    description = serializers.CharField(allow_blank=True)
+    active = serializers.BooleanField()
+    disabledReason = serializers.CharField(allow_null=True)
+    lastDelivery = LastDeliverySerializer(allow_null=True)
+    failingSince = serializers.DateTimeField(allow_null=True)
+    pending = serializers.IntegerField(help_text="Selected events not yet delivered.")
+    createdAt = serializers.DateTimeField()
+
+
+class WebhookWithSecretSerializer(WebhookSerializer):
+    secret = serializers.CharField(help_text="`whsec_…`: shown in this answer only.")
+
+
+class WebhookListSerializer(serializers.Serializer):
+    results = WebhookSerializer(many=True)
+    next = serializers.URLField(allow_null=True)
+
+
+class DeliverySerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    eventType = serializers.CharField()
+    attempt = serializers.IntegerField()
+    status = serializers.IntegerField(allow_null=True, help_text="null: no answer (`error`).")
+    error = serializers.CharField(allow_null=True)
+    durationMs = serializers.IntegerField()
+    at = serializers.DateTimeField()
+
+
+class DeliveryPageSerializer(serializers.Serializer):
+    results = DeliverySerializer(many=True)
+    next = serializers.URLField(allow_null=True)
 
 
 def _shown(webhook: Webhook, secret: str | None = None) -> dict[str, Any]:
@@ -46,10 +132,7 @@ class WebhooksView(AgentView):
     @extend_schema(
         operation_id="webhooks_list",
         summary="The agent's webhooks, with their delivery state",
-        responses={
-            200: OpenApiResponse(OpenApiTypes.OBJECT, description="`{results: [...]}`"),
-            **errors(),
-        },
+        responses={200: WebhookListSerializer, **errors()},
     )
     def get(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -60,8 +143,11 @@ class WebhooksView(AgentView):
     @extend_schema(
         operation_id="webhooks_create",
         summary="Create a webhook; its signing secret is answered this once",
-        request=OpenApiTypes.OBJECT,
-        responses={201: WITH_SECRET, **errors(*JSON_BODY, *WEBHOOK, "too_many_webhooks")},
+        request=WebhookCreateSerializer,
+        responses={
+            201: WebhookWithSecretSerializer,
+            **errors(*JSON_BODY, *WEBHOOK, "too_many_webhooks"),
+        },
     )
     def post(self, request: Request, slug: str) -> HttpResponse:
         agent = self.agent()
@@ -82,7 +168,7 @@ class WebhookDetailView(AgentView):
         operation_id="webhooks_get",
         summary="One webhook, with its delivery state",
         parameters=[WEBHOOK_ID],
-        responses={200: WEBHOOK_JSON, **errors("unknown_webhook")},
+        responses={200: WebhookSerializer, **errors("unknown_webhook")},
     )
     def get(self, request: Request, slug: str, webhook_id: str) -> HttpResponse:
         agent = self.agent()
@@ -93,8 +179,8 @@ class WebhookDetailView(AgentView):
         operation_id="webhooks_update",
         summary="Change a webhook's url, filters, description or `active`",
         parameters=[WEBHOOK_ID],
-        request=OpenApiTypes.OBJECT,
-        responses={200: WEBHOOK_JSON, **errors(*JSON_BODY, *WEBHOOK, "unknown_webhook")},
+        request=WebhookUpdateSerializer,
+        responses={200: WebhookSerializer, **errors(*JSON_BODY, *WEBHOOK, "unknown_webhook")},
     )
     def patch(self, request: Request, slug: str, webhook_id: str) -> HttpResponse:
         agent = self.agent()
@@ -122,7 +208,7 @@ class WebhookSecretView(AgentView):
         summary="A new signing secret, answered once; the old one stops signing at once",
         parameters=[WEBHOOK_ID],
         request=None,
-        responses={200: WITH_SECRET, **errors("unknown_webhook")},
+        responses={200: WebhookWithSecretSerializer, **errors("unknown_webhook")},
     )
     def post(self, request: Request, slug: str, webhook_id: str) -> HttpResponse:
         agent = self.agent()
@@ -136,10 +222,7 @@ class WebhookDeliveriesView(AgentView):
         operation_id="webhooks_deliveries",
         summary="The webhook's delivery attempts, newest first",
         parameters=[WEBHOOK_ID],
-        responses={
-            200: OpenApiResponse(OpenApiTypes.OBJECT, description="`{results, next}`"),
-            **errors(*PAGE, "unknown_webhook"),
-        },
+        responses={200: DeliveryPageSerializer, **errors(*PAGE, "unknown_webhook")},
     )
     def get(self, request: Request, slug: str, webhook_id: str) -> HttpResponse:
         agent = self.agent()
@@ -157,8 +240,11 @@ class WebhookReplayView(AgentView):
         operation_id="webhooks_replay",
         summary="Deliver again every stored event after `after` that the webhook selects",
         parameters=[WEBHOOK_ID],
-        request=OpenApiTypes.OBJECT,
-        responses={200: WEBHOOK_JSON, **errors(*JSON_BODY, "invalid_after", "unknown_webhook")},
+        request=ReplaySerializer,
+        responses={
+            200: WebhookSerializer,
+            **errors(*JSON_BODY, "invalid_after", "unknown_webhook"),
+        },
     )
     def post(self, request: Request, slug: str, webhook_id: str) -> HttpResponse:
         agent = self.agent()

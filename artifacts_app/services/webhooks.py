@@ -17,7 +17,7 @@ from artifacts_app.errors import ArtifactError
 from artifacts_app.event_schema import EVENT_TYPES
 from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Agent, Webhook
-from artifacts_app.names import KIND_MAX
+from artifacts_app.names import KIND_RE
 from artifacts_app.registry import spec_for
 from artifacts_app.selectors import webhooks as webhook_reads
 from artifacts_app.values import check_text
@@ -64,8 +64,15 @@ def check_kinds(agent: Agent, value: JSON) -> list[str]:
     """The kinds a webhook selects ([]: all): kinds the agent declares (any name when it is
     freeform)."""
     names = _names(value, field="kinds")
+    bad = [n for n in names if not KIND_RE.fullmatch(n)]
+    if bad:
+        raise ArtifactError(
+            "invalid_kinds",
+            f"`kinds` names {bad[0]!r}, which is not a kind name.",
+            {"field": "kinds", "invalid": bad},
+        )
     declared = spec_for(agent).kinds
-    unknown = [n for n in names if (declared and n not in declared) or len(n) > KIND_MAX]
+    unknown = [n for n in names if declared and n not in declared]
     if unknown:
         raise ArtifactError(
             "unknown_kind",

@@ -11,7 +11,8 @@ its claims (cursors, attempts, the log rows) in one transaction every ``FLUSH_EV
 ``FLUSH_ROWS`` attempts and when it stops, renewing the leases each time: with many webhooks on
 one agent, an event costs a few write transactions, not two per webhook. Progress is written only while the lease and the
 row's ``generation`` are still the ones claimed: a change made through the API meanwhile (filters,
-url, secret, replay, deactivation) wins, and the deliverer stops at its next write.
+url, secret, replay, deactivation) wins, and the deliverer, which looks at the generation every
+``RECHECK_EVERY`` while it sends, stops within that.
 
 Per webhook, an event is sent only once every earlier selected one was delivered: a failure stops
 the batch and sets the next attempt after ``ARTIFACTS_WEBHOOK_RETRY_DELAYS`` (1 s, 5 s, 30 s, 2 min,
@@ -37,9 +38,10 @@ from typing import Any
 import orjson
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Min, Q
+from django.db.models import F, Min, Q, Sum
 from django.utils import timezone
 
+from artifacts_app import metrics
 from artifacts_app.models import Webhook, WebhookDelivery
 from artifacts_app.selectors import webhooks as webhook_reads
 from artifacts_app.webhooks import signing
@@ -51,6 +53,7 @@ BATCH = 200  # events read per query
 FLUSH_EVERY = 0.25  # seconds between progress writes while sending
 FLUSH_ROWS = 100  # attempts between progress writes
 CLAIM_MANY = 16  # healthy webhooks claimed together
+RECHECK_EVERY = 0.05  # seconds between looks at a webhook's generation while sending to it
 OWNER = f"{socket.gethostname()}:{os.getpid()}"
 _sqlite_lock = threading.Lock()  # SQLite: the process's own lock around a claim
 
@@ -86,7 +89,7 @@ class Claim:
     url: str
     events: list[str]
     kinds: list[str]
-    secret: str
+    secret: str = field(repr=False)  # never in a log line, even by accident
     generation: int
     replays: int
     replay_upto: int
@@ -100,6 +103,7 @@ class Claim:
     disabled_reason: str = ""
     last: tuple[int, int | None, datetime] | None = None
     log_rows: list[WebhookDelivery] = field(default_factory=list)
+    checked_at: float = field(default_factory=time.monotonic)  # when ``generation`` was read
 
 
 _CLAIM_FIELDS = (
@@ -205,6 +209,17 @@ class _Progress:
         return self.attempts >= FLUSH_ROWS or time.monotonic() - self.at > FLUSH_EVERY
 
 
+def _current(claim: Claim) -> bool:
+    """Whether the row is still as claimed, asked at most every ``RECHECK_EVERY`` seconds: a new
+    secret, new filters or a deactivation through the API stop the sending that quickly, not at
+    the next progress write."""
+    now = time.monotonic()
+    if now - claim.checked_at < RECHECK_EVERY:
+        return True
+    claim.checked_at = now
+    return Webhook.objects.filter(pk=claim.pk, generation=claim.generation).exists()
+
+
 def work(claims: list[Claim], sender: Sender, *, stopping: threading.Event | None = None) -> None:
     """Send each claimed webhook's due events in seq order until one fails, its batch ends, the
     lease's time is half spent or ``stopping`` is set; write the progress of all of them in one
@@ -263,6 +278,8 @@ def _work_one(
             progress.at, progress.attempts = time.monotonic(), 0
             if claim not in live:
                 return
+        if not _current(claim):
+            return
         progress.attempts += 1
         if not _send(claim, sender, seq, event_type, payload):
             return
@@ -291,10 +308,9 @@ def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any)
         )
     )
     claim.last = (seq, answer.status, now)
-    # Metrics' call site (artifacts_app/metrics.py, when merged): one attempt — on success
-    # ``WEBHOOK_DELIVERIES.labels("delivered")``, else ``"failed"``, or ``"gave_up"`` where the
-    # webhook is deactivated below — and ``WEBHOOK_DELIVERY_LATENCY.observe(duration_ms / 1000)``.
+    metrics.WEBHOOK_DELIVERY_LATENCY.observe(answer.duration_ms / 1000)
     if answer.delivered:
+        metrics.WEBHOOK_DELIVERIES.labels("delivered").inc()
         claim.cursor, claim.attempts, claim.failing_since = seq, 0, None
         return True
     sender.forget(claim.public_id)  # a failing receiver gets a fresh connection next time
@@ -311,14 +327,17 @@ def _send(claim: Claim, sender: Sender, seq: int, event_type: str, payload: Any)
     claim.failing_since = claim.failing_since or now
     give_up = float(settings.ARTIFACTS_WEBHOOK_GIVE_UP)
     if answer.status == 410:
+        metrics.WEBHOOK_DELIVERIES.labels("gave_up").inc()
         _deactivate(claim, f"the receiver answered 410 Gone to event {seq}")
     elif (now - claim.failing_since).total_seconds() >= give_up:
+        metrics.WEBHOOK_DELIVERIES.labels("gave_up").inc()
         _deactivate(
             claim,
             f"no delivery succeeded for {give_up:g} s (ARTIFACTS_WEBHOOK_GIVE_UP); "
             f"event {seq}'s last try: {what}",
         )
     else:
+        metrics.WEBHOOK_DELIVERIES.labels("failed").inc()
         claim.next_attempt_at = now + timedelta(seconds=retry_delay(attempt))
     return False
 
@@ -366,6 +385,15 @@ def _flush(claims: list[Claim], *, release: bool) -> list[Claim]:
         for claim in claims:
             claim.log_rows = []
     return held
+
+
+def backlog() -> int:
+    """Seqs the active webhooks' cursors have still to pass, summed (events filtered out
+    included): the ``webhook_backlog`` gauge, one aggregate however many webhooks there are."""
+    total = Webhook.objects.filter(active=True).aggregate(
+        n=Sum(F("agent__last_seq") - F("cursor"))
+    )["n"]
+    return int(total or 0)
 
 
 def prune_log(now: datetime | None = None) -> int:

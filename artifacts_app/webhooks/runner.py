@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from artifacts_app import event_schema, fanout
+from artifacts_app import event_schema, fanout, metrics
 from artifacts_app.selectors import webhooks as webhook_reads
 from artifacts_app.webhooks import engine
 from artifacts_app.webhooks.transport import Sender
@@ -32,6 +32,8 @@ from artifacts_app.webhooks.transport import Sender
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY = 600.0  # seconds between deletions of old delivery attempts
+MEASURE_EVERY = 5.0  # seconds between measures of the backlog (metrics.WEBHOOK_BACKLOG)
+IDLE_CLOSE = 0.5  # seconds of sleep from which a worker closes its database connection first
 
 
 class _Waker:
@@ -56,6 +58,7 @@ class Runner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_stop: asyncio.Event | None = None
         self._next_prune = time.monotonic() + PRUNE_EVERY
+        self._next_measure = time.monotonic()
 
     # --- control -------------------------------------------------------------------------------
 
@@ -113,6 +116,9 @@ class Runner:
                 wait = self._turn(sender)
                 if wait <= 0:
                     continue
+                if wait >= IDLE_CLOSE:
+                    # Idle: give the connection back (a pool's, at scale) rather than hold it.
+                    connections.close_all()
                 with self._cond:
                     if self._wakes == seen and not self.stopping.is_set():
                         self._cond.wait(wait)
@@ -130,12 +136,19 @@ class Runner:
                 engine.work(claimed, sender, stopping=self.stopping)
                 return 0
             self._prune_sometimes()
+            self._measure_sometimes()
             due = engine.next_due()
         except Exception:
             log.exception("the webhook deliverer failed; trying again in %.1f s", poll)
             connections.close_all()  # a broken connection is opened anew
             return poll
         return _until(due, poll)
+
+    def _measure_sometimes(self) -> None:
+        if time.monotonic() < self._next_measure:
+            return
+        self._next_measure = time.monotonic() + MEASURE_EVERY
+        metrics.WEBHOOK_BACKLOG.set(engine.backlog())
 
     def _prune_sometimes(self) -> None:
         if time.monotonic() < self._next_prune:

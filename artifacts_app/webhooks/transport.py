@@ -203,6 +203,8 @@ class Sender:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         except httpcore.UnsupportedProtocol as exc:
             error = f"unsupported URL: {exc}"
+        except Exception as exc:  # whatever else a receiver makes happen is this attempt's error
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         finally:
             _deadline.at = None
         if error and status is not None:

@@ -39,6 +39,9 @@ def served(tmp_path_factory) -> Served:
         "DJANGO_SECRET_KEY": "client-test-" + "k" * 40,
         "DJANGO_SETTINGS_MODULE": "agent_site.settings",
         "PYTHONPATH": str(ROOT),
+        # docs/agents.md's webhook example points at a receiver on this machine.
+        "ARTIFACTS_WEBHOOK_ALLOW_HTTP": "1",
+        "ARTIFACTS_WEBHOOK_ALLOWED_NETWORKS": "127.0.0.1/32",
     }
     manage = [sys.executable, str(ROOT / "manage.py")]
     subprocess.run([*manage, "migrate", "-v0"], cwd=ROOT, env=env, check=True)

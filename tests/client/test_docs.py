@@ -19,6 +19,7 @@ def python_blocks() -> list[str]:
 def test_agents_md_examples_run_as_shown(reviewer, served, monkeypatch, capsys):
     monkeypatch.setenv("ARTIFACTS_URL", served.base)
     monkeypatch.setenv("ARTIFACTS_AGENT_KEY", served.key)
+    monkeypatch.setenv("ARTIFACTS_RECEIVER_URL", "http://127.0.0.1:9999/hooks/artifacts")
     blocks = python_blocks()
     assert len(blocks) >= 6
     namespace: dict = {"__name__": "agents_md"}

@@ -268,7 +268,7 @@ def test_websocket_events_are_delivered_and_counted(two):
 
 
 def test_mcp_exchanges_are_counted_under_one_route(two):
-    servers, key, *_ = two
+    servers, key, _, _, logs = two
     base = servers[1].base_url
     before = scrape(base)
     initialize = {
@@ -290,8 +290,26 @@ def test_mcp_exchanges_are_counted_under_one_route(two):
         headers={**headers, "Authorization": f"Bearer {key}"},
     )
     assert answered.status_code == 200, answered.text
+    mine = "mcp-" + secrets.token_hex(6)
+    listed = httpx.post(
+        base + "/reviewer/mcp",
+        json={"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        headers={
+            **headers,
+            "Authorization": f"Bearer {key}",
+            "Mcp-Session-Id": answered.headers["mcp-session-id"],
+            "Mcp-Protocol-Version": "2025-06-18",
+            "X-Request-ID": mine,
+        },
+    )
+    assert listed.status_code == 200 and listed.headers["x-request-id"] == mine
+    assert re.fullmatch(r"[0-9a-f]{32}", refused.headers["x-request-id"])
+    (line,) = wait_for(
+        lambda: [json.loads(line) for line in lines(logs) if mine in line], "the MCP access line"
+    )
+    assert line["route"] == "mcp" and line["status"] == 200 and line["agent"] == "reviewer"
     after = scrape(base)
     total = "artifacts_http_requests_total"
-    for status in ("401", "200"):
+    for status, times in (("401", 1), ("200", 2)):
         labels = {"route": "mcp", "method": "POST", "status": status}
-        assert value(after, total, **labels) - value(before, total, **labels) == 1
+        assert value(after, total, **labels) - value(before, total, **labels) == times

@@ -44,6 +44,8 @@ BEYOND_SCHEMA = {
     "invalid_kind": "kind names are the keys of `kinds`: OpenAPI 3.0 has no propertyNames",
     "invalid_schema": "a kind's JSON Schema against the draft 2020-12 meta-schema and its bounds",
     "tool_needs_kinds": "a rule across two fields",
+    "invalid_webhook_url": "whether a URL's host resolves to public addresses is the network's answer",
+    "too_many_webhooks": "the agent's webhooks so far (ARTIFACTS_WEBHOOK_MAX_PER_AGENT)",
     "invalid_body": "values inside a kind's schema (64-bit numbers, no U+0000, depth 100): "
     "OpenAPI 3.0 cannot bound what an open object nests",
 }

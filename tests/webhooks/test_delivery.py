@@ -70,10 +70,18 @@ def test_events_arrive_signed_as_standard_webhooks_define(agent, receiver, deliv
         verifier.verify(got[0].body, tampered)
 
 
+def counted(outcome: str) -> float:
+    from prometheus_client import REGISTRY
+
+    found = REGISTRY.get_sample_value("artifacts_webhook_deliveries_total", {"outcome": outcome})
+    return found or 0.0
+
+
 def test_order_holds_across_retries_and_the_id_stays(agent, deliverer):
     def answer(n, r):
         return Reply(500) if n < 3 else Reply(200)
 
+    failed, delivered = counted("failed"), counted("delivered")
     with Receiver(answer) as receiver:
         hook = create(agent, receiver.url())
         last = tag(agent, 4)
@@ -88,6 +96,7 @@ def test_order_holds_across_retries_and_the_id_stays(agent, deliverer):
     assert attempts[:4] == [(first, 1, 500), (first, 2, 500), (first, 3, 500), (first, 4, 200)]
     body = state(agent, hook["id"])
     assert body["failingSince"] is None and body["pending"] == 0
+    assert counted("failed") - failed == 3 and counted("delivered") - delivered == 4
 
 
 def test_a_410_deactivates_with_a_reason(agent, deliverer):
@@ -229,3 +238,23 @@ def test_deliveries_are_paged_newest_first(agent, deliverer):
     assert [d["seq"] for d in rest["results"]] == [last - 2] and rest["next"] is None
     status, body = api(agent, "GET", f"webhooks/{hook['id']}/deliveries?cursor=nope")
     assert status == 400 and body["error"]["code"] == "invalid_cursor"
+
+
+def test_the_delivery_log_is_kept_as_long_as_the_events(agent, receiver, deliverer):
+    from artifacts_app.models import WebhookDelivery
+    from artifacts_app.webhooks import engine
+
+    hook = create(agent, receiver.url())
+    tag(agent, 2)
+    until(lambda: state(agent, hook["id"])["pending"] == 0, "delivered")
+    assert engine.prune_log() == 0  # younger than the retention
+    later = timezone.now() + timedelta(days=8)  # past the default 7 days
+    assert engine.prune_log(later) == 2
+    assert not WebhookDelivery.objects.exists()
+    assert "secret=" not in repr(
+        engine.Claim(
+            pk=1, public_id="wh_x", agent_id=1, slug="s", url="u", events=[], kinds=[],
+            secret="whsec_zzz", generation=0, replays=0, replay_upto=0, upto=0, token="t",
+            cursor=0, attempts=0, failing_since=None, next_attempt_at=timezone.now(),
+        )
+    )  # fmt: skip
