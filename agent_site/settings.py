@@ -359,6 +359,17 @@ if ARTIFACTS_METRICS_TOKEN and len(ARTIFACTS_METRICS_TOKEN) < 32:
         "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`."
     )
 
+# prometheus_client's multiprocess mode (docs/operations.md "Metrics"): each process writes its
+# values in this directory, which must exist and be writable before the first metric is touched.
+PROMETHEUS_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR and not (
+    os.path.isdir(PROMETHEUS_MULTIPROC_DIR) and os.access(PROMETHEUS_MULTIPROC_DIR, os.W_OK)
+):
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR names {PROMETHEUS_MULTIPROC_DIR!r}, which is not a writable "
+        "directory: create it (empty) before the server processes start."
+    )
+
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",

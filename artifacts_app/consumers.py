@@ -42,13 +42,13 @@ from artifacts_app.errors import (
 
 log = logging.getLogger(__name__)
 
-# Set by ``ws_auth.BearerAuthMiddleware``, which wraps these consumers (agent_site/asgi.py).
 # docs/operations.md "Metrics": this transport's children, looked up once.
 _OPEN = metrics.SUBSCRIBERS.labels("websocket")
 _DELIVERED = metrics.EVENTS_DELIVERED.labels("websocket")
 _LAG = metrics.SUBSCRIBER_LAG.labels("websocket")
 _DROPPED = metrics.SUBSCRIBERS_DROPPED.labels("websocket")
 
+# Set by ``ws_auth.BearerAuthMiddleware``, which wraps these consumers (agent_site/asgi.py).
 CALLER = "artifacts_caller"
 REFUSAL = "artifacts_refusal"  # (close code, reason) or None
 
@@ -110,6 +110,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
     stream: selectors.Stream | None = None
     writer: asyncio.Task | None = None
     session_sid: str | None = None
+    counted = False  # counted among the open streams (the metrics' gauge)
 
     async def refuse(self, code: int, reason: str) -> None:
         # API.md: accepted, then closed at once with the code, so that the client learns why.
@@ -250,7 +251,7 @@ class EventsConsumer(AsyncWebsocketConsumer):
                 _DELIVERED.inc(sent)
 
     def _leave(self) -> None:
-        if getattr(self, "counted", False):
+        if self.counted:
             self.counted = False
             _OPEN.dec()
         if self.stream is not None:

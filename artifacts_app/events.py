@@ -162,10 +162,14 @@ def publish(agent_id: int, payloads: list[event_schema.Event]) -> None:
         )
 
 
+# Each event type's counter, looked up once (``labels`` takes a lock and checks on every call).
+_PUBLISHED = {kind: metrics.EVENTS_PUBLISHED.labels(kind) for kind in event_schema.EVENT_TYPES}
+
+
 def _count(payloads: list[event_schema.Event]) -> None:
     for payload in payloads:
         kind = payload["type"]
-        metrics.EVENTS_PUBLISHED.labels(kind).inc()
+        _PUBLISHED[kind].inc()
         if kind == event_schema.TAGGED:
             metrics.TAGS.inc()
         elif kind == event_schema.DELETED and payload.get("reason") == "evicted":

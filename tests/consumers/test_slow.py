@@ -10,6 +10,7 @@ import time
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from prometheus_client import REGISTRY
 
 from agent_site.asgi import application
 from artifacts_app import services
@@ -37,8 +38,14 @@ def stalled(app):
     return wrapped
 
 
+def _sample(name: str) -> float:
+    return REGISTRY.get_sample_value(name, {"transport": "websocket"}) or 0.0
+
+
 async def test_slow_subscriber_is_dropped_and_recovers_with_after(keys, settings):
     settings.ARTIFACTS_WS_BUFFER = 50
+    names = ("artifacts_subscribers_dropped_total", "artifacts_events_delivered_total")
+    dropped, delivered = (_sample(name) for name in names)
     path = "/watched/v1/events"
     headers = [(b"authorization", f"Bearer {keys['agent_key']}".encode())]
     slow = WebsocketCommunicator(stalled(application), path, headers=headers)
@@ -68,6 +75,10 @@ async def test_slow_subscriber_is_dropped_and_recovers_with_after(keys, settings
     # Nothing more came: the next message is the next tag's (a marker, not a quiet wait).
     await database_sync_to_async(services.artifact_tag)(agent="watched", key="marker", data={})
     assert json.loads(await again.receive_from(10))["seq"] == TAGS + 1
+    # docs/operations.md "Metrics": the drop counted; the live events written counted as
+    # delivered (the normal socket's and the marker at least; the 1,000 replayed are not).
+    assert _sample(names[0]) - dropped == 1
+    assert TAGS + 1 <= _sample(names[1]) - delivered < 2 * TAGS
     for comm in (normal, again):
         await comm.disconnect()
 

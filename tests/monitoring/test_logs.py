@@ -101,6 +101,7 @@ def test_access_lines_can_be_turned_off(db, caplog, settings):
         ({"ARTIFACTS_LOG_FORMAT": "xml"}, "ARTIFACTS_LOG_FORMAT is 'plain' or 'json'"),
         ({"ARTIFACTS_METRICS_TOKEN": "short"}, "32+ random characters"),
         ({"ARTIFACTS_ACCESS_LOG": "maybe"}, "ARTIFACTS_ACCESS_LOG must be one of"),
+        ({"PROMETHEUS_MULTIPROC_DIR": "/nonexistent/metrics"}, "not a writable directory"),
     ],
 )
 def test_bad_log_and_metrics_settings_stop_at_start_with_a_sentence(env, fragment):
