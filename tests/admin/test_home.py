@@ -21,7 +21,9 @@ LONG = "https://github.com/some-organisation/a-rather-long-repository-name/pull/
 
 
 @pytest.fixture
-def two_agents(db):
+def two_agents(db, reviewer):
+    """Two agents with records: the declared `reviewer` (made here if a test before this one
+    flushed the database) and a freeform `writer`."""
     services.agent_create(slug="writer")
     services.session_create(agent="reviewer", sid="s_a", owner=None)
     services.artifact_tag(
