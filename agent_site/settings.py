@@ -232,6 +232,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last (a system check keeps it last; add middleware above it): POST /<slug>/v1/artifacts,
+    # the tag, answered here for every caller and body, before URL resolution.
+    "artifacts_app.rest.lean.TagRouteMiddleware",
 ]
 
 ROOT_URLCONF = "agent_site.urls"
