@@ -6,6 +6,7 @@ import asyncio
 import collections
 import contextvars
 import functools
+import io
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -13,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core import signals
-from django.core.exceptions import ImproperlyConfigured, RequestAborted
+from django.core.exceptions import ImproperlyConfigured
 from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import connections
 from django.urls import set_script_prefix
@@ -101,12 +102,23 @@ class SyncChainASGIHandler(ASGIHandler):
         """The tag route (``artifacts_app/rest/lean.py``) in one hop to the request's thread:
         the request signals, Django's whole middleware chain (whose last middleware answers the
         tag) and ``response.close``, where the stock handler takes three. The body: received
-        here when it came whole, else the stream that daphne hands over (``read_body``), read
-        on the thread as it arrives. The answer (JSON, never streamed) is sent from here."""
-        try:
-            body_file = await self.read_body(receive)
-        except RequestAborted:  # the client went away
-            return
+        here when daphne holds it in memory (under ``agent_site.server.STREAM_AT``), else the
+        stream daphne hands over, read on the thread as it arrives. The answer (JSON, never
+        streamed) is sent from here."""
+        message = await receive()
+        if message["type"] != "http.request":
+            return  # the client went away
+        offer = message.get(body_stream.BODY_STREAM)
+        if offer is not None:
+            body_file = offer.take()
+        else:
+            chunks = [message.get("body", b"")]
+            while message.get("more_body", False):
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                chunks.append(message.get("body", b""))
+            body_file = io.BytesIO(b"".join(chunks))
         try:
             call = functools.partial(self._one_hop_response, scope, body_file)
             loop = asyncio.get_running_loop()

@@ -163,10 +163,10 @@ def _report(results: dict[str, list], trees: dict, args, load_before: str) -> No
     )
     header = "case".ljust(22) + "".join(t.rjust(26) for t in trees)
     print(header + ("   now / before" if len(trees) == 2 else ""))
-    for case, unit in (("multipart", "MB/s"), ("put", "MB/s"), ("download", "MB/s")):
-        cells = [
-            f"{med(f'{t}:{case}', 0):7.0f} {unit}, +{med(f'{t}:{case}', 1):5.1f} MiB" for t in trees
-        ]
+
+    def row(case: str, cell) -> None:
+        """One case: its medians per tree (``cell`` formats a tree's), now / before, the rounds."""
+        cells = [cell(f"{t}:{case}") for t in trees]
         ratio = (
             f"   {med(f'now:{case}', 0) / med(f'before:{case}', 0):.2f}x" if len(trees) == 2 else ""
         )
@@ -174,15 +174,11 @@ def _report(results: dict[str, list], trees: dict, args, load_before: str) -> No
         for t in trees:
             rounds = ", ".join(f"{v[0]:.0f}" for v in results[f"{t}:{case}"])
             print(f"  {t}, per round: {rounds}")
+
+    for case in ("multipart", "put", "download"):
+        row(case, lambda name: f"{med(name, 0):7.0f} MB/s, +{med(name, 1):5.1f} MiB")
     for case in ("tag", "hello"):
-        cells = [f"{med(f'{t}:{case}', 0):7.0f} req/s" for t in trees]
-        ratio = (
-            f"   {med(f'now:{case}', 0) / med(f'before:{case}', 0):.2f}x" if len(trees) == 2 else ""
-        )
-        print(case.ljust(22) + "".join(c.rjust(26) for c in cells) + ratio)
-        for t in trees:
-            rounds = ", ".join(f"{v[0]:.0f}" for v in results[f"{t}:{case}"])
-            print(f"  {t}, per round: {rounds}")
+        row(case, lambda name: f"{med(name, 0):7.0f} req/s")
     for t in trees:
         print(f"{t}: tag / hello {med(f'{t}:tag', 0) / med(f'{t}:hello', 0):.2f}x")
 
