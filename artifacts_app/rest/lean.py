@@ -1,29 +1,31 @@
-"""The tag route, ``POST /<slug>/v1/artifacts``: decided before URL resolution, served by one
-function for every caller and body (DESIGN.md §11).
+"""The tag route, ``POST /<slug>/v1/artifacts``: one decision before URL resolution, one function
+for every caller and body (DESIGN.md §11, §14).
 
 Agents tag on every step, so this is the hottest route. ``route`` is the one place that says a
 request is the tag. Two things ask it:
 
-- ``TagRouteMiddleware``, last in ``MIDDLEWARE`` (the system check ``artifacts.E105`` keeps it
-  there): every handler (daphne's, the test client's) runs the site's whole chain — the door, the faults, the security
-  headers, sessions, CSRF, auth, messages, and any middleware added later — and at its end this
-  answers the tag with ``tag`` instead of resolving the URL and entering DRF's view (measured:
-  DRF's view entry was ~120 µs of a ~750 µs tag, URL resolving ~21 µs; docs/benchmarks.md). The
-  middleware that serve cookie callers are cheap for a bearer call (a cookie looked up and not
-  found, a lazy ``request.user`` never read), so none is skipped.
-- ``agent_site.asgi``'s handler, which answers a request on this route in one hop to its thread
+- ``TagRouteMiddleware``, the last entry of ``MIDDLEWARE`` (the system check ``artifacts.E105``
+  keeps it there). Under every handler (daphne's, the test client's) the site's whole chain runs
+  for a tag — the door, the faults, the security headers, static files, sessions, CSRF, auth,
+  messages, and whatever middleware is added before it later — and at its end this answers with
+  ``tag`` instead of resolving the URL and entering DRF's view (DRF's view entry was measured at
+  ~120 µs of a ~750 µs tag, URL resolving at ~21 µs: docs/benchmarks.md). No middleware is
+  skipped: those that serve cookie callers cost a bearer call a few µs (a cookie looked up and not
+  found, a lazy ``request.user`` never read, messages kept in the session, never loaded).
+- ``agent_site.asgi``'s handler, which answers the route in one hop to the request's thread
   (signals, the chain, ``response.close``) instead of three.
 
-``tag`` is ``ArtifactsView``'s tag with the same pieces in the same order: the site's two
-authenticators (``BearerAuthentication``, then DRF's ``SessionAuthentication`` with its CSRF check
-for a cookie caller), ``views.request_agent``, ``access.require`` (tag) before the body is read,
-the body by DRF's negotiation and parsers (JSON; multipart, its file part streamed to storage by
-``LimitedUploadHandler``; a chunked or streamed body read as it arrives), ``views.tag_json`` /
-``views.tag_multipart`` (one service) and the one ``exception_handler``; ``Allow`` as DRF puts it
-on every answer of the route. A JSON body with a length is parsed straight off Django's request,
-without DRF's request wrapper. ``ArtifactsView.post`` stays only to declare the operation to the
-OpenAPI schema (``artifacts_tag``) and to ``Allow``; the list (GET) and every other method on the
-path are DRF's view.
+``tag`` is the route's only implementation, with DRF's pieces in DRF's order: the site's two
+authenticators (``BearerAuthentication``, then DRF's ``SessionAuthentication``, whose CSRF check
+refuses a cookie without the token), ``views.request_agent``, ``access.require`` (tag) before the
+body is read, the body by DRF's negotiation and parsers on DRF's request (JSON; multipart, its file
+part streamed to storage by ``LimitedUploadHandler``; a chunked or streamed body read as it
+arrives), ``views.tag_json`` / ``views.tag_multipart`` (one service), the one
+``exception_handler``, and ``Allow`` as DRF puts it on every answer of the route. A JSON body with
+a length is parsed straight off Django's request, as DRF's request would, without making one.
+``ArtifactsView.post`` only declares the operation to the OpenAPI schema (``artifacts_tag``) and
+to ``Allow``; the list (GET) and every other method on the path are DRF's view.
+``tests/rest/test_lean.py`` sends each request through both handlers.
 """
 
 from __future__ import annotations
