@@ -30,11 +30,13 @@ to ``Allow``; the list (GET) and every other method on the path are DRF's view.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import ResolverMatch, resolve
 from rest_framework import exceptions
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.request import Request
@@ -157,4 +159,21 @@ class TagRouteMiddleware:
         slug = route(request.method, request.path_info)
         if slug is None:
             return self.get_response(request)
+        # What URL resolution would have set, for the middleware around (a route's name, the
+        # slug): the URLs' own match of the path, with this request's slug.
+        named = _url_match()
+        request.resolver_match = ResolverMatch(
+            named.func,
+            (),
+            {"slug": slug},
+            named.url_name,
+            named.app_names,
+            named.namespaces,
+            named.route,
+        )
         return tag(request, slug)
+
+
+@functools.cache
+def _url_match() -> ResolverMatch:
+    return resolve("/slug/v1/artifacts")

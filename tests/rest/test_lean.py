@@ -337,7 +337,9 @@ class Stamp:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        response["X-Stamp"] = "1"
+        # What URL resolution sets is there for the middleware around, as for any route.
+        match = request.resolver_match
+        response["X-Stamp"] = f"{match.view_name} {match.kwargs['slug']}" if match else "none"
         return response
 
 
@@ -349,7 +351,7 @@ def test_middleware_added_before_the_route_run_for_the_tag(keys, calls, settings
     ]
     assert checks.check_tag_route_last() == []
     status, headers, _ = _django(PATH, _tag_body("stamped"), keys["agent"])
-    assert (status, headers["x-stamp"]) == (201, "1")
+    assert (status, headers["x-stamp"]) == (201, "rest:artifacts reviewer")
     assert calls["tag"] == ["reviewer"]
 
 
