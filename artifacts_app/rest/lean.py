@@ -162,14 +162,10 @@ class TagRouteMiddleware:
         # What URL resolution would have set, for the middleware around (a route's name, the
         # slug): the URLs' own match of the path, with this request's slug.
         named = _url_match()
+        apps: list[str | None] = [*named.app_names]
+        namespaces: list[str | None] = [*named.namespaces]
         request.resolver_match = ResolverMatch(
-            named.func,
-            (),
-            {"slug": slug},
-            named.url_name,
-            named.app_names,
-            named.namespaces,
-            named.route,
+            named.func, (), {"slug": slug}, named.url_name, apps, namespaces, named.route
         )
         return tag(request, slug)
 
