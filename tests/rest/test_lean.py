@@ -364,3 +364,11 @@ def test_the_route_middleware_must_be_last(keys, settings):
         Client().post(
             PATH, _tag_body("x"), content_type="application/json", **bearer(keys["agent"])
         )
+
+
+def test_the_schema_still_documents_the_tag(keys, client):
+    schema = orjson.loads(client.get("/api/schema/?format=json").content)
+    operation = schema["paths"]["/{slug}/v1/artifacts"]["post"]
+    assert operation["operationId"] == "artifacts_tag"
+    assert set(operation["requestBody"]["content"]) == {"application/json", "multipart/form-data"}
+    assert {"200", "201", "400", "401", "403", "404", "413", "415"} <= set(operation["responses"])
