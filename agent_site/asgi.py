@@ -30,7 +30,7 @@ except ImproperlyConfigured as exc:
     # The server stops at start with the settings' sentence, not a traceback.
     raise SystemExit(f"agent_site.asgi: the settings are not usable: {exc}") from None
 
-from artifacts_app.rest import lean  # noqa: E402  (the tag route's lean road)
+from artifacts_app.rest import lean  # noqa: E402  (the tag route)
 
 
 class SyncChainASGIHandler(ASGIHandler):
@@ -48,7 +48,9 @@ class SyncChainASGIHandler(ASGIHandler):
     ``response.close`` — runs on that request's one thread, as with the stock handler. No cap on
     concurrent requests: the list grows to the peak and its threads wait for reuse. An executor
     goes back on the list only once its thread is idle (a view outlives its request when the client
-    disconnects). Figures: docs/benchmarks.md, "REST over daphne".
+    disconnects). Figures: docs/benchmarks.md, "REST over daphne". The tag route
+    (``artifacts_app/rest/lean.py``) takes one hop where the stock handler takes three
+    (``_one_hop``).
 
     Each thread keeps its database connections between requests (DESIGN.md §10: ``CONN_MAX_AGE =
     None`` with health checks), so a process holds at most one per thread, i.e. its peak of
@@ -66,7 +68,6 @@ class SyncChainASGIHandler(ASGIHandler):
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
-        self._lean_chain = lean.chain(lean.tag)
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -76,17 +77,16 @@ class SyncChainASGIHandler(ASGIHandler):
             executor = self._idle.pop()[0]
         except IndexError:
             executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="http")
-        slug = lean.eligible(scope)
-        if slug is not None:
+        if lean.route(scope.get("method"), scope.get("path", "")) is not None:
             try:
-                first = await self._lean(scope, receive, send, executor, slug)
+                await self._one_hop(scope, receive, send, executor)
             except BaseException:
                 await self._park_when_idle(executor)
                 raise
-            if first is None:  # answered: the thread is idle again, no hop needed to park it
-                self._park(executor)
-                return
-            receive = _replayed(first, receive)  # a streamed body: Django's road
+            # Answered (the response was closed on the thread): the thread is idle again, no
+            # hop needed to park it.
+            self._park(executor)
+            return
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
@@ -99,31 +99,40 @@ class SyncChainASGIHandler(ASGIHandler):
         # request's task ends with its thread parked and the next request takes that thread.
         await asyncio.shield(asyncio.wrap_future(executor.submit(self._park, executor)))
 
-    async def _lean(self, scope, receive, send, executor, slug):
-        """The tag route's lean road (``artifacts_app/rest/lean.py``): the body from the event loop,
-        then one hop to the request's thread for the whole request, the answer sent from here.
-        Answers None once answered, or the first message of a streamed body (not taken here)."""
+    async def _one_hop(self, scope, receive, send, executor):
+        """The tag route (``artifacts_app/rest/lean.py``) in one hop to the request's thread:
+        the request signals, Django's whole middleware chain (whose last middleware answers the
+        tag) and ``response.close``, where the stock handler takes three. The body: received
+        here when daphne holds it in memory (under ``agent_site.server.STREAM_AT``), else the
+        stream daphne hands over, read on the thread as it arrives. The answer (JSON, never
+        streamed) is sent from here."""
         message = await receive()
-        if message["type"] != "http.request" or body_stream.BODY_STREAM in message:
-            return message
-        chunks = [message.get("body", b"")]
-        while message.get("more_body", False):
-            message = await receive()
-            if message["type"] != "http.request":
-                return None  # the client went away
-            chunks.append(message.get("body", b""))
-        body = b"".join(chunks)
-        call = functools.partial(self._lean_response, scope, body, slug)
-        loop = asyncio.get_running_loop()
-        response = await loop.run_in_executor(executor, contextvars.copy_context().run, call)
-        await self.send_response(response, send)
-        return None
+        if message["type"] != "http.request":
+            return  # the client went away
+        offer = message.get(body_stream.BODY_STREAM)
+        if offer is not None:
+            body_file = offer.take()
+        else:
+            chunks = [message.get("body", b"")]
+            while message.get("more_body", False):
+                message = await receive()
+                if message["type"] != "http.request":
+                    return
+                chunks.append(message.get("body", b""))
+            body_file = io.BytesIO(b"".join(chunks))
+        try:
+            call = functools.partial(self._one_hop_response, scope, body_file)
+            loop = asyncio.get_running_loop()
+            response = await loop.run_in_executor(executor, contextvars.copy_context().run, call)
+            await self.send_response(response, send)
+        finally:
+            body_file.close()
 
-    def _lean_response(self, scope, body, slug):
+    def _one_hop_response(self, scope, body_file):
         set_script_prefix(get_script_prefix(scope))
         signals.request_started.send(sender=self.__class__, scope=scope)
-        request, error = self.create_request(scope, io.BytesIO(body))
-        response = error if request is None else lean.respond(self._lean_chain, request, slug)
+        request, error = self.create_request(scope, body_file)
+        response = error if request is None else self.get_response(request)
         assert response is not None  # create_request answers a request or an error response
         # Closed here, before it is sent (its content is bytes): request_finished runs on this
         # thread, where its connection is, as the stock handler's response.close does.

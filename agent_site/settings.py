@@ -235,7 +235,15 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last (a system check keeps it last; add middleware above it): POST /<slug>/v1/artifacts,
+    # the tag, answered here for every caller and body, before URL resolution.
+    "artifacts_app.rest.lean.TagRouteMiddleware",
 ]
+
+# The admin's and the playground's messages live in the session (server-side; every page that
+# adds one has a logged-in user). Django's default also reads a signed messages cookie, and making
+# its signer cost ~30 µs of CPU on every request of the site, API calls included (bench/middleware.py).
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 ROOT_URLCONF = "agent_site.urls"
 # API.md: paths are exactly as written, with no trailing slash; never redirect to add one.

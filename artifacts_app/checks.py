@@ -111,3 +111,25 @@ def check_database_waits_fit_the_websocket_handshake(
         for name, seconds in waits.items()
         if seconds >= WEBSOCKET_HANDSHAKE_SECONDS
     ]
+
+
+TAG_ROUTE_MIDDLEWARE = "artifacts_app.rest.lean.TagRouteMiddleware"
+
+
+@checks.register()
+def check_tag_route_last(
+    app_configs: Sequence[AppConfig] | None = None, **_: object
+) -> list[checks.CheckMessage]:
+    """The tag route is answered by the last middleware (``rest/lean.py``): one after it would
+    not run for a tag, and without it the tag's POST reaches a view that only declares it."""
+    middleware = list(settings.MIDDLEWARE)
+    if middleware and middleware[-1] == TAG_ROUTE_MIDDLEWARE:
+        return []
+    return [
+        checks.Error(
+            f"{TAG_ROUTE_MIDDLEWARE} must be the last entry of MIDDLEWARE.",
+            hint="It answers POST /<slug>/v1/artifacts before URL resolution; middleware after "
+            "it would not run for a tag. Put new middleware before it.",
+            id="artifacts.E105",
+        )
+    ]

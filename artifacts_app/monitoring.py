@@ -30,8 +30,6 @@ from artifacts_app import access, health, logs, metrics, throttle
 from artifacts_app.door import envelope_response
 from artifacts_app.errors import TooManyAttemptsError
 
-# The route of a request that took the tag's lean road (rest/lean.py: the same view's work).
-LEAN_ROUTE = "rest:artifacts"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 # Each (route, method, status)'s counter and histogram children, looked up once: prometheus_client's
@@ -58,8 +56,6 @@ def route_of(request: HttpRequest) -> str:
     match = request.resolver_match
     if match is not None:
         return match.view_name
-    if getattr(request, "lean_slug", None) is not None:
-        return LEAN_ROUTE
     if request.path.startswith(f"/{settings.STATIC_URL.lstrip('/')}"):
         return "static"
     return "unmatched"
@@ -67,7 +63,7 @@ def route_of(request: HttpRequest) -> str:
 
 def _agent_of(request: HttpRequest) -> str | None:
     match = request.resolver_match
-    slug = match.kwargs.get("slug") if match is not None else getattr(request, "lean_slug", None)
+    slug = match.kwargs.get("slug") if match is not None else None
     return None if slug is None else str(slug)
 
 

@@ -2,6 +2,7 @@
 the tag beside a hello, each with the server's peak-RSS growth.
 
     .venv/bin/python bench/body.py [--rounds 5] [--blob-mib 64] [--requests 200] [--before TREE]
+        [--only multipart,put,download,tag,hello]
 
 ``bench/peers.py``'s upload group without MLflow (its ``.venv-bench`` is not needed): one daphne
 per tree (``bench/rest_asgi.py``, DEBUG off, SQLite in a temp dir), and per round, per tree:
@@ -12,7 +13,8 @@ per tree (``bench/rest_asgi.py``, DEBUG off, SQLite in a temp dir), and per roun
 - ``--requests`` sequential JSON tags and as many Django JSON hellos (what every request pays for
   the body road's wiring).
 
-Medians of the rounds (MB/s and MiB of peak-RSS growth; requests/s), then after / before.
+Each case runs in each tree in turn, the trees' order reversed every other round. Medians of the
+rounds (MB/s and MiB of peak-RSS growth; requests/s), then after / before.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+CASES = ("multipart", "put", "download", "tag", "hello")
 
 from bench.peers import (  # noqa: E402
     MiB,
@@ -45,7 +49,13 @@ def main() -> None:
     parser.add_argument("--blob-mib", type=int, default=64)
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--before", type=Path, help="an earlier tree, measured in the same rounds")
+    parser.add_argument(
+        "--only",
+        default=",".join(CASES),
+        help=f"the cases to run, comma-separated (default: all of {', '.join(CASES)})",
+    )
     args = parser.parse_args()
+    args.only = [case for case in CASES if case in args.only.split(",")]
     args.cases = {"upload", "http"}  # what _Ours reads
 
     import os
@@ -75,9 +85,12 @@ def main() -> None:
             ours = _Ours(tree, work / name, env, args, started)
             cases.update(_cases(name, ours, args, blob, httpx))
         results: dict[str, list] = {}
+        # Every case of a round in each tree in turn, the trees' order reversed every other round
+        # (what runs second in a round meets the page cache and the machine the first left).
+        order = [f"{tree}:{case}" for case in args.only for tree in trees]
         for r in range(args.rounds):
-            for name, case in cases.items():
-                results.setdefault(name, []).append(case())  # type: ignore[operator]
+            for name in order if r % 2 == 0 else order[::-1]:
+                results.setdefault(name, []).append(cases[name]())  # type: ignore[operator]
             print(f"round {r + 1}/{args.rounds} (load {loadavg()})", flush=True)
         _report(results, trees, args, load_before)
     finally:
@@ -163,10 +176,10 @@ def _report(results: dict[str, list], trees: dict, args, load_before: str) -> No
     )
     header = "case".ljust(22) + "".join(t.rjust(26) for t in trees)
     print(header + ("   now / before" if len(trees) == 2 else ""))
-    for case, unit in (("multipart", "MB/s"), ("put", "MB/s"), ("download", "MB/s")):
-        cells = [
-            f"{med(f'{t}:{case}', 0):7.0f} {unit}, +{med(f'{t}:{case}', 1):5.1f} MiB" for t in trees
-        ]
+
+    def row(case: str, cell) -> None:
+        """One case: its medians per tree (``cell`` formats a tree's), now / before, the rounds."""
+        cells = [cell(f"{t}:{case}") for t in trees]
         ratio = (
             f"   {med(f'now:{case}', 0) / med(f'before:{case}', 0):.2f}x" if len(trees) == 2 else ""
         )
@@ -174,16 +187,12 @@ def _report(results: dict[str, list], trees: dict, args, load_before: str) -> No
         for t in trees:
             rounds = ", ".join(f"{v[0]:.0f}" for v in results[f"{t}:{case}"])
             print(f"  {t}, per round: {rounds}")
-    for case in ("tag", "hello"):
-        cells = [f"{med(f'{t}:{case}', 0):7.0f} req/s" for t in trees]
-        ratio = (
-            f"   {med(f'now:{case}', 0) / med(f'before:{case}', 0):.2f}x" if len(trees) == 2 else ""
-        )
-        print(case.ljust(22) + "".join(c.rjust(26) for c in cells) + ratio)
-        for t in trees:
-            rounds = ", ".join(f"{v[0]:.0f}" for v in results[f"{t}:{case}"])
-            print(f"  {t}, per round: {rounds}")
-    for t in trees:
+
+    for case in [c for c in ("multipart", "put", "download") if c in args.only]:
+        row(case, lambda name: f"{med(name, 0):7.0f} MB/s, +{med(name, 1):5.1f} MiB")
+    for case in [c for c in ("tag", "hello") if c in args.only]:
+        row(case, lambda name: f"{med(name, 0):7.0f} req/s")
+    for t in trees if {"tag", "hello"} <= set(args.only) else ():
         print(f"{t}: tag / hello {med(f'{t}:tag', 0) / med(f'{t}:hello', 0):.2f}x")
 
 

@@ -210,8 +210,8 @@ class ORJSONRenderer(renderers.BaseRenderer):
 class JSONOnlyNegotiation(BaseContentNegotiation):
     """The API speaks JSON only: no 406 for a browser's or a fuzzer's ``Accept``."""
 
-    # ``request: Any``: DRF's request, or anything with its ``content_type`` (the lean tag
-    # route asks before there is a request object).
+    # ``request: Any``: DRF's request, or anything with its ``content_type`` (the tag route,
+    # rest/lean.py, asks with Django's request, before it makes a DRF one or without one).
     def select_parser(self, request: Any, parsers: Iterable[BaseParser]) -> BaseParser | None:
         content_type = request.content_type or ""
         media = content_type.split(";")[0].strip().lower()

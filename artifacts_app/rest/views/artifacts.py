@@ -1,5 +1,7 @@
-"""Artifacts under ``/<slug>/v1/artifacts`` (API.md "HTTP routes"): list, tag (JSON or
-multipart; ``tag_json`` is the lean road's way too, ``rest/lean.py``), one record, delete."""
+"""Artifacts under ``/<slug>/v1/artifacts`` (API.md "HTTP routes"): list, one record, delete, and
+the tag's bodies to answers (``tag_json``, ``tag_multipart``), which the tag route
+(``rest/lean.py``, answered before URL resolution) calls; ``ArtifactsView.post`` declares the tag
+to the OpenAPI schema."""
 
 from __future__ import annotations
 
@@ -7,7 +9,10 @@ import base64
 import binascii
 from typing import Any
 
-from django.http import HttpResponse
+from django.core.exceptions import ImproperlyConfigured
+from django.core.files.uploadedfile import UploadedFile
+from django.http import HttpResponse, QueryDict
+from django.utils.datastructures import MultiValueDict
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.request import Request
 
@@ -22,7 +27,6 @@ from artifacts_app.rest.filters import ArtifactFilter, cleaned
 from artifacts_app.rest.pagination import next_url
 from artifacts_app.rest.parsers import (
     JSONParser,
-    LimitedUploadHandler,
     MultiPartParser,
     part_content_type,
 )
@@ -89,8 +93,7 @@ def _tag(
 
 
 def tag_json(agent: Agent, data: JSON) -> HttpResponse:
-    """A JSON tag's body (parsed) to its answer: the tag route's and its lean road's one way
-    (``rest/lean.py``)."""
+    """A JSON tag's body (parsed) to its answer."""
     body = object_body(data, TAG_FIELDS)
     result = _tag(agent, body, _contents(body), body.get("contentType"))
     return json_response(result.record.to_json(), status=201 if result.created else 200)
@@ -160,32 +163,33 @@ class ArtifactsView(AgentView):
         },
     )
     def post(self, request: Request, slug: str) -> HttpResponse:
-        agent = self.agent()
-        access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
-        # On DRF's request, where the multipart parser reads them (rest/parsers.py).
-        request.upload_handlers = [LimitedUploadHandler(request)]
-        if (request.content_type or "").lower().startswith("multipart/"):
-            body, contents, content_type = self._multipart(request)
-        else:
-            return tag_json(agent, request.data)
-        result = _tag(agent, body, contents, content_type)
-        return json_response(result.record.to_json(), status=201 if result.created else 200)
+        """The tag, declared here for the OpenAPI schema and ``Allow`` only: every POST on this
+        path is answered before URL resolution by ``rest/lean.py`` (``TagRouteMiddleware``, last
+        in ``MIDDLEWARE``: the system check ``artifacts.E105``), so this is never called."""
+        raise ImproperlyConfigured(
+            "POST /<slug>/v1/artifacts reached the DRF view: TagRouteMiddleware "
+            "(artifacts_app.rest.lean) must be the last entry of MIDDLEWARE."
+        )
 
-    # ``request: Any``: DRF's stubs type ``data`` as a dict or a list; a multipart body's is a
-    # QueryDict, which they do not know.
-    def _multipart(self, request: Any) -> tuple[JSONObject, Contents | None, JSON]:
-        raw = request.data.get("record")
-        if raw is None:
-            raise ArtifactError(
-                "record_required",
-                "A multipart tag needs a `record` part holding the JSON record.",
-                {"field": "record"},
-            )
-        body = json_loads(raw, what="The `record` part", field="record")
-        body = object_body(body, TAG_FIELDS)
-        upload = request.FILES.get("contents")
-        if upload is None:
-            return body, _contents(body), body.get("contentType")
+
+def tag_multipart(
+    agent: Agent, data: QueryDict, files: MultiValueDict[str, UploadedFile]
+) -> HttpResponse:
+    """A multipart tag's parts (parsed: ``record``, the file part ``contents`` already in storage)
+    to its answer."""
+    raw = data.get("record")
+    if raw is None:
+        raise ArtifactError(
+            "record_required",
+            "A multipart tag needs a `record` part holding the JSON record.",
+            {"field": "record"},
+        )
+    body = object_body(json_loads(raw, what="The `record` part", field="record"), TAG_FIELDS)
+    upload = files.get("contents")
+    contents: Contents | None
+    if upload is None:
+        contents, content_type = _contents(body), body.get("contentType")
+    else:
         if body.get("contents") is not None or body.get("contentsBase64") is not None:
             raise ArtifactError(
                 "contents_conflict",
@@ -204,7 +208,9 @@ class ArtifactsView(AgentView):
                     {"field": "contents"},
                 )
             content_type = sent
-        return body, upload, content_type
+        contents = upload
+    result = _tag(agent, body, contents, content_type)
+    return json_response(result.record.to_json(), status=201 if result.created else 200)
 
 
 ACROSS_PARAMETERS = frozenset(
@@ -271,7 +277,7 @@ class ArtifactsAcrossView(AgentView):
             }
         )
 
-    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:  # HttpResponse
+    def options(self, request: Any, *args: Any, **kwargs: Any) -> Any:  # HttpResponse (as base.py)
         access.visible_across(self.caller())
         response = HttpResponse(status=204)
         response["Allow"] = ", ".join(self.allowed_methods)
