@@ -9,13 +9,14 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from artifacts_app.names import ARTIFACT_ID_PATTERN, RESERVED_SLUGS, SESSION_ID_PATTERN
-from artifacts_app.rest import kinds, versions, views
+from artifacts_app.rest import kinds, uploads, versions, views
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
 SESSION_ID = rf"(?P<session_id>{SESSION_ID_PATTERN})"
 ARTIFACT_ID = rf"(?P<artifact_id>{ARTIFACT_ID_PATTERN})"
 VERSION = r"(?P<number>[0-9]{1,10})"
+UPLOAD_ID = r"(?P<upload_id>[A-Za-z0-9_-]{1,40})"
 
 tool_urlpatterns: list[URLPattern | URLResolver] = [
     path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
@@ -52,6 +53,8 @@ agent_urlpatterns: list[URLPattern | URLResolver] = [
         versions.VersionRestoreView.as_view(),
         name="version-restore",
     ),
+    path("uploads", uploads.UploadsView.as_view(), name="uploads"),
+    re_path(rf"^uploads/{UPLOAD_ID}$", uploads.UploadView.as_view(), name="upload"),
     path("", include(tool_urlpatterns)),
     # [\s\S]: an id with %0A in it is still an unknown route, not Django's HTML 404.
     re_path(r"^[\s\S]*$", NotFoundView.as_view(), name="unknown_route"),
