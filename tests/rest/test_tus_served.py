@@ -129,9 +129,7 @@ def test_a_dropped_connection_resumes_from_the_reported_offset(served):
     wait_for(lambda: offset(client, url) > 0 and free(client, url), "the cut PATCH to end")
     kept = offset(client, url)
     assert 0 < kept <= 3 * MIB
-    uploader = tus(server, key).uploader(
-        file_stream=io.BytesIO(data), url=url, chunk_size=2 * MIB
-    )
+    uploader = tus(server, key).uploader(file_stream=io.BytesIO(data), url=url, chunk_size=2 * MIB)
     assert uploader.offset == kept
     uploader.upload()
     record = tag_with(client, url)
@@ -143,7 +141,7 @@ def test_a_second_patch_while_one_writes_is_locked_out(served):
     server, client, key = served
     data = payload(4 * MIB, 3)
     url = made(client, len(data))
-    sock = raw_patch(server, key, url, 0, len(data), data[: MIB])
+    sock = raw_patch(server, key, url, 0, len(data), data[:MIB])
     try:
         wait_for(lambda: not free(client, url), "the first PATCH to hold the upload")
         sock.sendall(data[MIB:])
@@ -172,9 +170,7 @@ def test_a_server_killed_mid_upload_resumes_with_every_byte_kept(served):
     server.start()
     kept = offset(client, url)
     assert 32 * MIB <= kept <= 40 * MIB
-    uploader = tus(server, key).uploader(
-        file_stream=io.BytesIO(data), url=url, chunk_size=8 * MIB
-    )
+    uploader = tus(server, key).uploader(file_stream=io.BytesIO(data), url=url, chunk_size=8 * MIB)
     assert uploader.offset == kept
     uploader.upload()
     record = tag_with(client, url)
