@@ -200,9 +200,10 @@ class S3Writer:
 
 class S3Store:
     def __init__(self, storage: Storage) -> None:
-        self.storage: Any = storage
-        self.bucket: str = self.storage.bucket_name
-        self.client: Any = self.storage.connection.meta.client
+        s3: Any = storage  # agent_site/s3.py's S3Storage
+        self.storage = s3
+        self.bucket: str = s3.bucket_name
+        self.client: Any = s3.connection.meta.client
 
     def key(self, row: Upload) -> str:
         return str(self.storage.object_key(f"uploads/{row.pk}"))
