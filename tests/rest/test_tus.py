@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
+from django.core.files.storage import FileSystemStorage
 from django.core.management import call_command
 from django.utils import timezone
 
@@ -266,8 +267,12 @@ def test_termination_removes_the_upload_and_its_bytes(client, key):
     assert response.status_code == 204
     assert head(client, key, upload).status_code == 404
     assert not Upload.objects.exists()
-    if hasattr(store, "location"):
+    if isinstance(store, FileSystemStorage):
         assert not (Path(store.location) / ".uploads" / upload).exists()
+    else:  # S3: the multipart upload is aborted
+        client = store.connection.meta.client
+        listed = client.list_multipart_uploads(Bucket=store.bucket_name).get("Uploads", [])
+        assert not [u for u in listed if u["Key"].endswith(upload)]
 
 
 def test_expired_uploads_answer_410_and_gc_blobs_removes_them(client, key):

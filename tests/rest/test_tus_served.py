@@ -26,7 +26,8 @@ TUS = {"Tus-Resumable": "1.0.0"}
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(tmp_path_factory, _s3_server):
+    # _s3_server first: at scale the server's environment then names moto's S3 as its storage.
     data_dir = tmp_path_factory.mktemp("tus")
     env, key = sqlite_site(data_dir, ARTIFACTS_BODY_IDLE_SECONDS="5")
     server = DaphneServer(env, log_path=data_dir / "daphne.log", ready_path="/reviewer/v1/")
@@ -117,6 +118,21 @@ def test_tuspy_uploads_in_chunks_with_checksums(served):
     assert record["content"]["sha256"] == hashlib.sha256(data).hexdigest()
     assert record["content"]["contentType"] == "text/plain"
     assert stored(client, record) == data
+    if os.environ.get("ARTIFACTS_STORAGE") == "s3":  # the scale profile: in moto's bucket
+        import boto3
+
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=os.environ["ARTIFACTS_S3_ENDPOINT_URL"],
+            region_name="us-east-1",
+        )
+        sha = record["content"]["sha256"]
+        listed = s3.list_objects_v2(Bucket=os.environ["ARTIFACTS_S3_BUCKET"])
+        assert any(item["Key"].endswith(sha) for item in listed.get("Contents", []))
+        bucket = os.environ["ARTIFACTS_S3_BUCKET"]
+        pending = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+        upload = uploader.url.rsplit("/", 1)[1]
+        assert not [item for item in pending if item["Key"].endswith(upload)]  # completed
 
 
 def test_a_dropped_connection_resumes_from_the_reported_offset(served):
