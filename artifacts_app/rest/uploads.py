@@ -151,13 +151,15 @@ class TusView(AgentView):
 
     def _write(self, request: Request, agent: Agent, upload_id: str, offset: int) -> Any:
         content_type = (request.META.get("CONTENT_TYPE") or "").partition(";")[0].strip()
-        if content_type.lower() != OFFSET_TYPE:
+        length = _number(request, "Content-Length", "invalid_content_length")
+        empty = not length and not chunked_body(request)
+        if content_type.lower() != OFFSET_TYPE and not (empty and not content_type):
+            # (A PATCH of no bytes needs no type: it only asks that the offset be this one.)
             raise UnsupportedMediaTypeError(
                 "unsupported_media_type",
                 f"An upload's bytes come as `Content-Type: {OFFSET_TYPE}`.",
                 {"header": "Content-Type"},
             )
-        length = _number(request, "Content-Length", "invalid_content_length")
         checksum = services.parse_checksum(request.headers.get("Upload-Checksum"))
         stream = request.stream
         return services.upload_write(
@@ -173,6 +175,38 @@ class TusView(AgentView):
 HEADERS = [
     OpenApiParameter("Tus-Resumable", str, OpenApiParameter.HEADER, required=True, enum=["1.0.0"]),
 ]
+BYTES = {"type": "integer", "minimum": 0, "maximum": 10**_DIGITS_MAX - 1}
+CHECKSUM = OpenApiParameter(
+    "Upload-Checksum",
+    {"type": "string", "pattern": "^(sha256|sha1) [A-Za-z0-9+/]+={0,2}$"},
+    OpenApiParameter.HEADER,
+    description="`sha256` or `sha1`, a space, the body's digest in base64.",
+)
+METADATA = OpenApiParameter(
+    "Upload-Metadata",
+    str,
+    OpenApiParameter.HEADER,
+    description="`key base64value` pairs split by commas: `filename`, `contentType`.",
+)
+# Every refusal of a PATCH's bytes (and so of a creation with upload).
+WRITE_ERRORS = (
+    "unknown_upload",
+    "upload_expired",
+    "upload_lost",
+    "offset_mismatch",
+    "upload_locked",
+    "upload_past_length",
+    "checksum_mismatch",
+    "unsupported_checksum",
+    "invalid_checksum",
+    "invalid_content_length",
+    "unsupported_media_type",
+    "body_incomplete",
+    "body_timeout",
+    "storage_full",
+    "storage_unavailable",
+    "tus_version",
+)
 
 
 class UploadsView(TusView):
@@ -184,9 +218,9 @@ class UploadsView(TusView):
         request={OFFSET_TYPE: OpenApiTypes.BINARY},
         parameters=[
             *HEADERS,
-            OpenApiParameter("Upload-Length", int, OpenApiParameter.HEADER, required=True),
-            OpenApiParameter("Upload-Metadata", str, OpenApiParameter.HEADER),
-            OpenApiParameter("Upload-Checksum", str, OpenApiParameter.HEADER),
+            OpenApiParameter("Upload-Length", BYTES, OpenApiParameter.HEADER, required=True),
+            METADATA,
+            CHECKSUM,
         ],
         responses={
             201: OpenApiResponse(description="Made; `Location` is its URL."),
@@ -196,7 +230,7 @@ class UploadsView(TusView):
                 "upload_too_large",
                 "invalid_upload_metadata",
                 "invalid_content_type",
-                "tus_version",
+                *WRITE_ERRORS,
             ),
         },
     )
@@ -233,7 +267,10 @@ class UploadView(TusView):
         operation_id="uploads_offset",
         summary="An upload's offset: the bytes stored (tus HEAD)",
         parameters=HEADERS,
-        responses={200: OpenApiResponse(description="`Upload-Offset`, `Upload-Length`.")},
+        responses={
+            200: OpenApiResponse(description="`Upload-Offset`, `Upload-Length`."),
+            **errors("unknown_upload", "upload_expired", "tus_version"),
+        },
     )
     def head(self, request: Request, slug: str, upload_id: str) -> HttpResponse:
         state = services.upload_status(agent=self.uploader(), upload_id=upload_id)
@@ -251,23 +288,12 @@ class UploadView(TusView):
         request={OFFSET_TYPE: OpenApiTypes.BINARY},
         parameters=[
             *HEADERS,
-            OpenApiParameter("Upload-Offset", int, OpenApiParameter.HEADER, required=True),
-            OpenApiParameter("Upload-Checksum", str, OpenApiParameter.HEADER),
+            OpenApiParameter("Upload-Offset", BYTES, OpenApiParameter.HEADER, required=True),
+            CHECKSUM,
         ],
         responses={
             204: OpenApiResponse(description="Stored; `Upload-Offset` is the new offset."),
-            **errors(
-                "unknown_upload",
-                "upload_expired",
-                "offset_mismatch",
-                "upload_locked",
-                "upload_past_length",
-                "checksum_mismatch",
-                "unsupported_checksum",
-                "unsupported_media_type",
-                "body_incomplete",
-                "body_timeout",
-            ),
+            **errors("invalid_upload_offset", *WRITE_ERRORS),
         },
     )
     def patch(self, request: Request, slug: str, upload_id: str) -> HttpResponse:
@@ -288,7 +314,10 @@ class UploadView(TusView):
         operation_id="uploads_delete",
         summary="End an upload and remove its bytes (tus termination)",
         parameters=HEADERS,
-        responses={204: None, **errors("unknown_upload", "upload_locked")},
+        responses={
+            204: None,
+            **errors("unknown_upload", "upload_expired", "upload_locked", "tus_version"),
+        },
     )
     def delete(self, request: Request, slug: str, upload_id: str) -> HttpResponse:
         services.upload_delete(agent=self.uploader(), upload_id=upload_id)

@@ -65,7 +65,7 @@ def _check_contents_source(
     if (contents_sha256 is None) != (contents_size is None):
         missing = CONTENTS_SIZE if contents_size is None else CONTENTS_SHA256
         raise ArtifactError(
-            missing.code,
+            "known_contents_incomplete",
             "Known contents take both `contentsSha256` and `contentsSize`.",
             {"field": missing.name},
         )

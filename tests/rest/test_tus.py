@@ -351,8 +351,8 @@ def test_known_contents_attach_a_blob_the_agent_stores(client, key, freeform):
     ("fields", "expected"),
     [
         ({"contentsSha256": "A" * 64, "contentsSize": 1}, "invalid_contents_sha256"),
-        ({"contentsSha256": "a" * 64}, "invalid_contents_size"),
-        ({"contentsSize": 3}, "invalid_contents_sha256"),
+        ({"contentsSha256": "a" * 64}, "known_contents_incomplete"),
+        ({"contentsSize": 3}, "known_contents_incomplete"),
         ({"contentsSha256": "a" * 64, "contentsSize": -1}, "invalid_contents_size"),
         ({"contentsSha256": "a" * 64, "contentsSize": True}, "invalid_contents_size"),
         ({"upload": "nope"}, "invalid_upload"),
