@@ -68,9 +68,12 @@ def parse_metadata(header: str | None) -> dict[str, str]:
         if key in found:
             raise _bad_metadata(f"the key {key[:64]!r} comes twice")
         try:
-            found[key] = base64.b64decode(value, validate=True).decode("utf-8")
+            text = base64.b64decode(value, validate=True).decode("utf-8")
         except (binascii.Error, ValueError):
             raise _bad_metadata(f"the value of {key[:64]!r} is not base64 of UTF-8 text") from None
+        if "\x00" in text:  # no database stores U+0000 in text (API.md "Errors")
+            raise _bad_metadata(f"the value of {key[:64]!r} holds U+0000")
+        found[key] = text
     return found
 
 

@@ -41,7 +41,7 @@ from django.utils import timezone
 
 from artifacts_app import blobs  # the storage layer; this module is the collection service
 from artifacts_app.models import Artifact, ArtifactVersion, Blob
-from artifacts_app.services.uploads import upload_blobs_in_use, upload_holds, uploads_expire
+from artifacts_app.services.uploads import uploads_expire, uploads_holding
 
 SHA_RE = re.compile(r"[0-9a-f]{64}")
 BATCH_SIZE = 500
@@ -143,12 +143,7 @@ def _candidates(cutoff: datetime) -> Iterator[tuple[str, int]]:
             # DISTINCT: a common blob (an empty file) may be pointed at by a million rows.
             pointed = model.objects.filter(blob_id__in=names).values_list("blob_id", flat=True)
             used.update(pointed.distinct())
-        # Finished uploads not yet used by their tag hold their blob too.
-        used.update(
-            Blob.objects.filter(upload_blobs_in_use(), sha256__in=names).values_list(
-                "sha256", flat=True
-            )
-        )
+        used.update(uploads_holding(names))  # finished uploads waiting for their tag
         yield from (row for row in rows if row[0] not in used)
         position = rows[-1][0]
 
@@ -171,7 +166,7 @@ def blob_collect_one(sha256: str, cutoff: datetime) -> int | None:
             return None
         if ArtifactVersion.objects.filter(blob_id=sha256).exists():
             return None  # an older version still points at it
-        if upload_holds(sha256):
+        if uploads_holding([sha256]):
             return None  # a finished upload waits for its tag
         blobs.blob_delete(sha256)
         with connection.cursor() as cursor:

@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import IO, Any
 
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import F
 from django.utils import timezone
 
 from artifacts_app import blobs, faults, media
@@ -488,16 +488,13 @@ def uploads_expire(*, now: datetime | None = None, dry_run: bool = False) -> int
     return removed
 
 
-def upload_blobs_in_use() -> Q:
-    """Blobs that an unused, unexpired upload holds for a tag still to come (gc keeps them)."""
+def uploads_holding(names: list[str]) -> set[str]:
+    """Which of these blobs an unused, unexpired, finished upload holds for a tag still to come
+    (gc keeps them): one lookup of the list in the uploads' sha256 index, no join."""
     held = Upload.objects.filter(
-        used_at__isnull=True, expires_at__gt=timezone.now(), offset=F("length")
-    ).exclude(sha256="")
-    return Q(sha256__in=held.values("sha256"))
-
-
-def upload_holds(sha256: str) -> bool:
-    return Blob.objects.filter(upload_blobs_in_use(), pk=sha256).exists()
+        sha256__in=names, used_at__isnull=True, expires_at__gt=timezone.now(), offset=F("length")
+    )
+    return set(held.values_list("sha256", flat=True))
 
 
 __all__ = [
@@ -507,14 +504,13 @@ __all__ = [
     "known_contents",
     "max_upload_bytes",
     "parse_checksum",
-    "upload_blobs_in_use",
     "upload_create",
     "upload_delete",
-    "upload_holds",
     "upload_mark_used",
     "upload_status",
     "upload_take",
     "upload_write",
     "uploads_expire",
+    "uploads_holding",
     "unknown_upload",
 ]

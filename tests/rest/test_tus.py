@@ -208,6 +208,11 @@ def test_checksums_are_checked_and_a_mismatch_keeps_the_offset(client, key):
             "invalid_upload_metadata",
         ),
         (
+            {"HTTP_UPLOAD_LENGTH": "5", "HTTP_UPLOAD_METADATA": f"a {b64('x' + chr(0))}"},
+            400,
+            "invalid_upload_metadata",
+        ),
+        (
             {"HTTP_UPLOAD_LENGTH": "5", "HTTP_UPLOAD_METADATA": f"contentType {b64('a, b')}"},
             400,
             "invalid_content_type",
