@@ -369,3 +369,11 @@ def test_bad_contents_sources_are_refused(client, key, fields, expected):
     response = tag(client, key, **fields)
     assert response.status_code == 400, response.content
     assert code(response) == expected
+
+
+def test_an_empty_upload_is_finished_when_made(client, key):
+    upload = made(client, key, 0)
+    assert head(client, key, upload)["Upload-Offset"] == "0"
+    record = orjson.loads(tag(client, key, upload=upload).content)
+    assert record["content"]["size"] == 0
+    assert record["content"]["sha256"] == hashlib.sha256(b"").hexdigest()
