@@ -476,7 +476,7 @@ def uploads_expire(*, now: datetime | None = None, dry_run: bool = False) -> int
         return expired.count()
     store = store_for(blobs.blob_storage())
     removed = 0
-    for row in expired.iterator():
+    for row in list(expired):  # read first: rows are deleted as it goes
         if _lease_alive(row):
             continue
         if not Upload.objects.filter(pk=row.pk, lease=row.lease).delete()[0]:
