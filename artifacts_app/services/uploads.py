@@ -293,6 +293,8 @@ def upload_write(
         raise _past_length(row)
     if _lease_alive(row):
         raise _locked(upload_id)
+    if length == 0 and row.offset < row.length:
+        return _state(row)  # no bytes: nothing to write, no lease taken from a PATCH to come
     if row.offset == row.length:
         if not row.sha256:
             _finish(store_for(blobs.blob_storage()), row, None)  # a finish cut short
