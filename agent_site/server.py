@@ -106,6 +106,7 @@ BUSY_RETRY_AFTER = 5  # seconds: the Retry-After of a 503 `busy`
 # A streamed response's bytes handed to Twisted past its full send buffer before the sender waits.
 SEND_AHEAD = 2 * 1024 * 1024
 _CONTENT_PUT = re.compile(rb"^/[^/?]+/v1/artifacts/[^/?]+/content/?(?:\?.*)?$")
+_UPLOADS = re.compile(rb"^/[^/?]+/v1/uploads(?:/[^/?]+)?/?(?:\?.*)?$")
 
 
 def body_limit(method: bytes, path: bytes) -> int:
@@ -120,6 +121,9 @@ def body_limit(method: bytes, path: bytes) -> int:
     content = int(settings.ARTIFACTS_MAX_CONTENT_BYTES)
     if method.upper() == b"PUT" and _CONTENT_PUT.match(path):
         return content
+    if method.upper() in (b"PATCH", b"POST") and _UPLOADS.match(path):
+        # A resumable upload's bytes (tus): at most the upload's length, itself under this.
+        return int(settings.ARTIFACTS_MAX_UPLOAD_BYTES)
     return content + int(settings.ARTIFACTS_MAX_JSON_BODY_BYTES) + 1024 * 1024
 
 

@@ -486,6 +486,11 @@ ARTIFACTS_BODY_IDLE_SECONDS = env_int("ARTIFACTS_BODY_IDLE_SECONDS", 30, minimum
 # a request thread); past it, 503 `busy` with Retry-After, the body unread.
 ARTIFACTS_BODY_DEADLINE_SECONDS = env_int("ARTIFACTS_BODY_DEADLINE_SECONDS", 300, minimum=1)
 ARTIFACTS_MAX_BODY_STREAMS = env_int("ARTIFACTS_MAX_BODY_STREAMS", 64, minimum=1)
+# Resumable uploads (tus, /<slug>/v1/uploads; API.md "Large contents"): the largest
+# Upload-Length taken (default 10 GiB), and seconds an unfinished or unused upload is kept
+# (default 24 h; `gc_blobs` removes the expired ones).
+ARTIFACTS_MAX_UPLOAD_BYTES = env_int("ARTIFACTS_MAX_UPLOAD_BYTES", 10 * 1024**3, minimum=1)
+ARTIFACTS_UPLOAD_EXPIRY = env_int("ARTIFACTS_UPLOAD_EXPIRY", 24 * 3600, minimum=1)
 # Seconds that stored events stay available for `?after=` replay (default 7 days).
 ARTIFACTS_EVENT_RETENTION = env_int("ARTIFACTS_EVENT_RETENTION", 7 * 24 * 3600, minimum=60)
 # How many server processes share this database; more than one needs the Redis channel layer.

@@ -131,6 +131,7 @@ class Action(StrEnum):
     READ = "read"  # list, read, download; versions, diffs, kinds, the tool's kinds; MCP's door
     CREATE_SESSION = "create a session"
     TAG = "tag"  # a tag, a content replacement, a run of the tool (REST, MCP)
+    UPLOAD = "upload"  # resumable uploads (tus): hidden from everyone but the agent's key
     DECLARE = "declare kinds"
     RESTORE = "restore a version"
     DELETE = "delete"
@@ -172,6 +173,7 @@ TABLE: dict[Action, Rule] = {
         "A user creates sessions it owns; leave `owner` out or name yourself.",
     ),
     Action.TAG: Rule(_KEY, "Only the agent's key may tag artifacts or run its tool."),
+    Action.UPLOAD: Rule(_KEY, "Only the agent's key may upload contents."),
     Action.DECLARE: Rule(_KEY, "Only the agent's key may declare its kinds."),
     Action.RESTORE: Rule(_KEY, "Only the agent's key may restore a version (it is a tag)."),
     Action.DELETE: Rule(_KEY_STAFF, "Only the agent's key or a staff user may delete artifacts."),
@@ -244,6 +246,15 @@ def has_permission(caller: Caller, permission: str) -> bool:
     """Whether the caller is an active user holding the Django model ``permission``."""
     user = caller.user
     return bool(permission) and user is not None and user.is_active and user.has_perm(permission)
+
+
+def require_hidden(caller: Caller, agent: Agent, action: Action, missing: ArtifactError) -> None:
+    """``require``, with ``missing`` (a 404) in place of its 403s: what the caller may not touch
+    is not shown to exist (an agent's uploads to anyone but its key). No credentials stay 401."""
+    try:
+        require(caller, agent, action)
+    except ForbiddenError:
+        raise missing from None
 
 
 _SEES_EVERYTHING = TABLE[Action.READ].kinds - {USER}  # read once: every read asks it

@@ -73,8 +73,13 @@ class Artifacts:
         session_id: str | None = _UNSET,
         turn_id: str | None = _UNSET,
         source: str = "host",
+        upload: str | None = None,
+        contents_sha256: str | None = None,
+        contents_size: int | None = None,
     ) -> ArtifactRecord:
-        """Tag an artifact (upsert by ``key``); answers the stored record."""
+        """Tag an artifact (upsert by ``key``); answers the stored record. Instead of
+        ``contents``: a finished ``upload``, or known contents (``contents_sha256`` with
+        ``contents_size``) of a blob the agent already stores."""
         result = services.artifact_tag(
             agent=self.agent,
             data=data,
@@ -86,6 +91,9 @@ class Artifacts:
             session_id=self.session_id if session_id is _UNSET else session_id,
             turn_id=self._turn(turn_id),
             source=source,
+            upload=upload,
+            contents_sha256=contents_sha256,
+            contents_size=contents_size,
         )
         return result.record
 

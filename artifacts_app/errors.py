@@ -56,6 +56,36 @@ class TooLargeError(ArtifactError):
     status = 413
 
 
+class GoneError(ArtifactError):
+    """What the caller named existed and is gone for good (an expired upload)."""
+
+    status = 410
+
+
+class PreconditionFailedError(ArtifactError):
+    """The request speaks a version of a protocol the server does not (tus's ``Tus-Resumable``)."""
+
+    status = 412
+
+
+class UnsupportedMediaTypeError(ArtifactError):
+    """The body's ``Content-Type`` is not the one the route takes."""
+
+    status = 415
+
+
+class LockedError(ArtifactError):
+    """Another request is writing the same thing now (a resumable upload's other PATCH)."""
+
+    status = 423
+
+
+class ChecksumMismatchError(ArtifactError):
+    """The body does not match the checksum it came with (tus ``checksum``: 460)."""
+
+    status = 460
+
+
 class StalledError(ArtifactError):
     """The client stopped sending what it began to send."""
 

@@ -369,3 +369,30 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"{self.webhook_id}#{self.seq} try {self.attempt}"
+
+
+class Upload(models.Model):
+    """A resumable upload (tus, API.md "Large contents"): its bytes arrive in pieces into a file
+    beside the blob storage (or an S3 multipart upload); ``offset`` counts only bytes already
+    durable. Finished, it is a blob (``sha256``) that one tag may use (``used_at``)."""
+
+    id = models.CharField(primary_key=True, max_length=40)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    length = models.PositiveBigIntegerField()
+    offset = models.PositiveBigIntegerField(default=0)
+    metadata = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+    expires_at = models.DateTimeField(db_index=True)
+    # The PATCH writing it now ("host:pid:nonce") and until when that holds, if it is not ended.
+    lease = models.CharField(max_length=200, blank=True, default="")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    # S3: the multipart upload, its parts ([number, etag, size]) and the bytes past the last part
+    # kept in a tail object until they make a part.
+    s3_upload_id = models.CharField(max_length=1024, blank=True, default="")
+    parts = models.JSONField(default=list)
+    tail = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return self.id

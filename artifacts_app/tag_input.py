@@ -198,6 +198,34 @@ CONTENT_TYPE = TagField(
     content=True,
 )
 
+UPLOAD_ID_PATTERN = "up_[A-Za-z0-9_-]{1,37}"
+"""An upload's id, as ``POST uploads`` makes it."""
+SHA256_PATTERN = "[0-9a-f]{64}"
+
+UPLOAD = TagField(
+    name="upload",
+    param="upload",
+    code="invalid_upload",
+    schema={"type": "string", "pattern": f"^{UPLOAD_ID_PATTERN}$"},
+    description="A finished resumable upload of this agent (POST uploads, tus) as the contents, "
+    "instead of `contents`; `contentType` left out is the upload's metadata's. Used once.",
+)
+CONTENTS_SHA256 = TagField(
+    name="contentsSha256",
+    param="contents_sha256",
+    code="invalid_contents_sha256",
+    schema={"type": "string", "pattern": f"^{SHA256_PATTERN}$"},
+    description="Known contents: the sha256 (lowercase hex) of contents this agent already "
+    "stores, with `contentsSize`, instead of the bytes; else 409 contents_unknown.",
+)
+CONTENTS_SIZE = TagField(
+    name="contentsSize",
+    param="contents_size",
+    code="invalid_contents_size",
+    schema={"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+    description="Known contents: their size in bytes, with `contentsSha256`.",
+)
+
 FIELDS: tuple[TagField, ...] = (
     KIND,
     KEY,
@@ -209,6 +237,9 @@ FIELDS: tuple[TagField, ...] = (
     CONTENTS,
     CONTENTS_BASE64,
     CONTENT_TYPE,
+    UPLOAD,
+    CONTENTS_SHA256,
+    CONTENTS_SIZE,
 )
 NAMES = frozenset(field.name for field in FIELDS)
 """A JSON body's (and a multipart ``record``'s) fields: any other is refused (``unknown_field``)."""

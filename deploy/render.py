@@ -65,9 +65,8 @@ def derived(env: dict[str, str]) -> dict[str, str]:
     )
     # The server's own bound on any body (agent_site/server.py): content + JSON + 1 MiB.
     body = number("ARTIFACTS_MAX_CONTENT_BYTES") + number("ARTIFACTS_MAX_JSON_BODY_BYTES") + MIB
-    uploads = (
-        number("ARTIFACTS_MAX_UPLOAD_BYTES") if env.get("ARTIFACTS_MAX_UPLOAD_BYTES") else body
-    )
+    # Resumable uploads' PATCH and POST (tus): up to the upload limit, the server's bound there.
+    uploads = number("ARTIFACTS_MAX_UPLOAD_BYTES")
     return {
         "CLIENT_MAX_BODY_SIZE": str(body),
         "UPLOADS_MAX_BODY_SIZE": str(max(body, uploads)),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.urls import URLPattern, URLResolver, include, path, re_path
 
 from artifacts_app.names import ARTIFACT_ID_PATTERN, RESERVED_SLUGS, SESSION_ID_PATTERN
-from artifacts_app.rest import kinds, versions, views, webhooks
+from artifacts_app.rest import kinds, uploads, versions, views, webhooks
 from artifacts_app.rest.errors import NotFoundView
 from artifacts_app.rest.tools import ToolView
 
@@ -17,6 +17,7 @@ SESSION_ID = rf"(?P<session_id>{SESSION_ID_PATTERN})"
 ARTIFACT_ID = rf"(?P<artifact_id>{ARTIFACT_ID_PATTERN})"
 VERSION = r"(?P<number>[0-9]{1,10})"
 WEBHOOK_ID = r"(?P<webhook_id>wh_[0-9a-zA-Z_-]{1,40})"
+UPLOAD_ID = r"(?P<upload_id>[A-Za-z0-9_-]{1,40})"
 
 tool_urlpatterns: list[URLPattern | URLResolver] = [
     path("tools/tag_artifact", ToolView.as_view(), name="tool-tag-artifact"),
@@ -70,6 +71,8 @@ agent_urlpatterns: list[URLPattern | URLResolver] = [
         webhooks.WebhookReplayView.as_view(),
         name="webhook-replay",
     ),
+    path("uploads", uploads.UploadsView.as_view(), name="uploads"),
+    re_path(rf"^uploads/{UPLOAD_ID}$", uploads.UploadView.as_view(), name="upload"),
     path("", include(tool_urlpatterns)),
     # [\s\S]: an id with %0A in it is still an unknown route, not Django's HTML 404.
     re_path(r"^[\s\S]*$", NotFoundView.as_view(), name="unknown_route"),

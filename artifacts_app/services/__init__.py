@@ -6,7 +6,7 @@ plain Python values; none of them writes a model itself. Access is decided by th
 
 ``artifacts`` (tag, delete, evict), ``kinds`` (kinds declared over HTTP), ``history`` (restore, pin), ``pruning`` (prune), ``rules`` (the Tag rules that need no
 database), ``sessions``, ``agents`` (freeform and declared), ``secrets`` (keys and tokens), ``tool``
-(running a model's call), ``webhooks`` (webhooks: create, change, rotate, replay), ``blobs`` (collecting unreferenced blobs), ``indexing`` (the search index's backfill). The reads they need, and that
+(running a model's call), ``webhooks`` (webhooks: create, change, rotate, replay), ``blobs`` (collecting unreferenced blobs), ``indexing`` (the search index's backfill), ``uploads`` (resumable uploads, tus). The reads they need, and that
 callers used to find here (``agent_get``, ``token_lookup``), are ``selectors``' and re-exported.
 """
 
@@ -43,6 +43,15 @@ from artifacts_app.services.secrets import (
 )
 from artifacts_app.services.sessions import session_create
 from artifacts_app.services.tool import tool_run
+from artifacts_app.services.uploads import (
+    UploadState,
+    parse_checksum,
+    upload_create,
+    upload_delete,
+    upload_status,
+    upload_write,
+    uploads_expire,
+)
 from artifacts_app.services.users import user_set
 from artifacts_app.services.webhooks import (
     webhook_create,
@@ -61,6 +70,7 @@ __all__ = [
     "GcReport",
     "PruneReport",
     "TagResult",
+    "UploadState",
     "agent_create",
     "agent_get",
     "agent_key_create",
@@ -82,6 +92,7 @@ __all__ = [
     "kinds_declare",
     "new_id",
     "parse_data",
+    "parse_checksum",
     "parse_duration",
     "search_backfill",
     "session_create",
@@ -89,6 +100,11 @@ __all__ = [
     "token_lookup",
     "token_revoke",
     "tool_run",
+    "upload_create",
+    "upload_delete",
+    "upload_status",
+    "upload_write",
+    "uploads_expire",
     "user_set",
     "user_token_create",
 ]

@@ -18,14 +18,14 @@ from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from artifacts_app import blobs, media, selectors
+from artifacts_app import blobs, media, search, selectors
 from artifacts_app.events import EventBatch
 from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Agent, Artifact
 from artifacts_app.names import keyed_id
 from artifacts_app.records import DEFAULT_BYTES_TYPE, DEFAULT_TEXT_TYPE, ContentInfo, ValuesRow
 from artifacts_app.registry import AgentSpec, spec_for
-from artifacts_app.services import _sql
+from artifacts_app.services import _index, _sql
 from artifacts_app.services._write import (
     Tag,
     TagResult,
@@ -38,6 +38,12 @@ from artifacts_app.services._write import (
     unknown_session,
 )
 from artifacts_app.services.rules import tag_validate
+from artifacts_app.services.uploads import (
+    Taken,
+    known_contents,
+    upload_mark_used,
+    upload_take,
+)
 
 Contents = bytes | str | IO[bytes] | Iterable[bytes]
 
@@ -64,6 +70,9 @@ def artifact_tag(
     source: str = Artifact.SOURCE_HOST,
     contents: Contents | None = None,
     content_type: str | None = None,
+    upload: str | None = None,
+    contents_sha256: str | None = None,
+    contents_size: int | None = None,
     artifact_id: str | None = None,
 ) -> TagResult:
     """Tag an artifact: upsert by ``key``, keep or drop content, evict past ``max``, emit events.
@@ -74,6 +83,10 @@ def artifact_tag(
     raise ``ArtifactError`` and leave no record, no version, no event and no counter change.
     ``artifact_id`` re-tags that existing record (an unkeyed one too; ``artifact_content_put``);
     gone by then: 404.
+
+    Instead of ``contents``: ``upload``, a finished resumable upload of the agent (used once), or
+    known contents, ``contents_sha256`` with ``contents_size`` of a blob the agent already stores
+    (API.md "Large contents").
     """
     agent = selectors.agent_get(agent)
     spec = spec_for(agent)
@@ -88,6 +101,9 @@ def artifact_tag(
         source=source,
         has_contents=contents is not None,
         content_type=content_type,
+        upload=upload,
+        contents_sha256=contents_sha256,
+        contents_size=contents_size,
     )
     if content_type is not None:
         content_type = media.canonical(content_type)  # stored and served as parsed
@@ -104,13 +120,52 @@ def artifact_tag(
         source=source,
         artifact_id=artifact_id,
     )
-    if contents is not None and artifact_id is None and agent.artifact_count >= spec.max:
+    stores = contents is not None or upload is not None or contents_sha256 is not None
+    if stores and artifact_id is None and agent.artifact_count >= spec.max:
         _room_check(agent, spec.max, key)
     content = head = None
+    taken = None
     if contents is not None:
         content, head = _content_store(agent, session_id, contents, content_type)
+    elif upload is not None or (contents_sha256 is not None and contents_size is not None):
+        _session_check(agent, session_id)
+        if upload is not None:
+            taken = upload_take(agent=agent, upload_id=upload)
+        else:
+            assert contents_sha256 is not None and contents_size is not None
+            taken = known_contents(agent=agent, sha256=contents_sha256, size=contents_size)
+        content = _taken_content(taken, content_type)
+        head = _taken_head(content)
     with transaction.atomic():
+        if taken is not None:
+            upload_mark_used(taken)
         return tag_locked(tag, content, head=head)
+
+
+def _taken_content(taken: Taken, content_type: str | None) -> ContentInfo:
+    if content_type is None and taken.content_type is not None:
+        content_type = media.canonical(taken.content_type)
+    return ContentInfo(taken.size, content_type or DEFAULT_BYTES_TYPE, taken.sha256)
+
+
+def _taken_head(content: ContentInfo) -> bytes | None:
+    """The first bytes of a text content that did not stream through this tag (a finished
+    upload, known contents) whose blob has no words kept yet: read once, bounded by
+    ``ARTIFACTS_SEARCH_CONTENT_BYTES``, before the lock, so the tag indexes its words."""
+    if not search.searchable_type(content.content_type) or search.content_bytes() < 1:
+        return None
+    if content.size == 0:
+        return b""
+    with connection.cursor() as cursor:
+        if _index.blob_words(cursor, content.sha256) is not None:
+            return None  # kept already: the tag reads them under its lock
+    return blobs.blob_read(content.sha256, end=min(content.size, search.content_bytes()) - 1)
+
+
+def _session_check(agent: Agent, session_id: str | None) -> None:
+    if session_id is not None and selectors.session_pk(agent.pk, session_id) is None:
+        # Checked before the blob is written, to leave no garbage; checked again under the lock.
+        raise unknown_session(agent, session_id)
 
 
 def _room_check(agent: Agent, cap: int, key: str | None) -> None:
@@ -128,9 +183,7 @@ def _content_store(
 ) -> tuple[ContentInfo, bytes]:
     """Store the blob before the lock (its Blob row, committed, is the gc claim); answers it and
     its first bytes (search reads a text content's words from them)."""
-    if session_id is not None and selectors.session_pk(agent.pk, session_id) is None:
-        # Checked before the blob is written, to leave no garbage; checked again under the lock.
-        raise unknown_session(agent, session_id)
+    _session_check(agent, session_id)
     stored = blobs.blob_put(contents)
     if content_type is None:
         content_type = DEFAULT_TEXT_TYPE if isinstance(contents, str) else DEFAULT_BYTES_TYPE
@@ -158,8 +211,9 @@ def artifact_content_put(
     *,
     agent: Agent | str,
     artifact_id: str,
-    contents: Contents,
-    content_type: str,
+    contents: Contents | None = None,
+    content_type: str | None,
+    upload: str | None = None,
 ) -> TagResult:
     """Replace a record's content (API.md, ``PUT artifacts/<id>/content``): a re-tag that keeps
     every other field of the record, with the tag's rules, limit and event.
@@ -168,14 +222,27 @@ def artifact_content_put(
     fields the re-tag keeps are then read under the agent's lock, in the transaction that writes
     it: a tag that commits while the body streams is kept, not overwritten with the fields it
     replaced. They are read once before too, to refuse (404, the rules) before a body is stored.
+
+    ``upload`` instead of ``contents``: a finished resumable upload of the agent (used once);
+    ``content_type`` left out is then the upload's metadata's, else bytes.
     """
     agent = selectors.agent_get(agent)
     spec = spec_for(agent)
     before = _retag_row(agent, artifact_id)
+    taken = None
+    if upload is not None:
+        taken = upload_take(agent=agent, upload_id=upload)
+        content = _taken_content(taken, content_type)
+        content_type = content.content_type
     checked = _retag_validate(spec, before, content_type)
-    stored = blobs.blob_put(contents)
-    content = ContentInfo(stored.size, media.canonical(content_type), stored.sha256)
+    if taken is None:
+        if contents is None or content_type is None:
+            raise ValueError("a content PUT takes contents and their type, or an upload")
+        stored = blobs.blob_put(contents)
+        content = ContentInfo(stored.size, media.canonical(content_type), stored.sha256)
     with transaction.atomic():
+        if taken is not None:
+            upload_mark_used(taken)
         with connection.cursor() as cursor:
             lock_agent(agent, cursor)  # again in tag_locked, in this same transaction
         row = _retag_row(agent, artifact_id)
@@ -210,7 +277,7 @@ def _retag_row(agent: Agent, artifact_id: str) -> ValuesRow:
     return row
 
 
-def _retag_validate(spec: AgentSpec, row: ValuesRow, content_type: str) -> tuple[str, JSON]:
+def _retag_validate(spec: AgentSpec, row: ValuesRow, content_type: str | None) -> tuple[str, JSON]:
     """The tag's rules over the record's own fields with new contents (a kind no longer
     declared, or data its schema now refuses, is refused as for any tag)."""
     return tag_validate(

@@ -24,7 +24,9 @@ storage plus its transaction.
 Bytes in storage with no row at all (left by a crash before the claim, or by an older version) are
 adopted first: given a row dated by the file's modification time, then treated like the rest.
 Temporary files of uploads that never finished (a process killed mid-upload) are removed first,
-when last written longer ago than the grace (``blobs.temp_files_sweep``).
+when last written longer ago than the grace (``blobs.temp_files_sweep``), and so are resumable
+uploads past ``ARTIFACTS_UPLOAD_EXPIRY`` (``uploads.uploads_expire``); a finished upload that no
+tag has used yet holds its blob until it expires.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from django.utils import timezone
 
 from artifacts_app import blobs  # the storage layer; this module is the collection service
 from artifacts_app.models import Artifact, ArtifactVersion, Blob
+from artifacts_app.services.uploads import uploads_expire, uploads_holding
 
 SHA_RE = re.compile(r"[0-9a-f]{64}")
 BATCH_SIZE = 500
@@ -53,6 +56,7 @@ class GcReport:
     adopted: int = 0  # files in storage that had no row
     temp_removed: int = 0  # temporary files of uploads that never finished (a crash, a kill)
     temp_bytes: int = 0
+    uploads_removed: int = 0  # resumable uploads past ARTIFACTS_UPLOAD_EXPIRY
 
 
 def _stored_names() -> Iterator[str]:
@@ -139,6 +143,7 @@ def _candidates(cutoff: datetime) -> Iterator[tuple[str, int]]:
             # DISTINCT: a common blob (an empty file) may be pointed at by a million rows.
             pointed = model.objects.filter(blob_id__in=names).values_list("blob_id", flat=True)
             used.update(pointed.distinct())
+        used.update(uploads_holding(names))  # finished uploads waiting for their tag
         yield from (row for row in rows if row[0] not in used)
         position = rows[-1][0]
 
@@ -161,6 +166,8 @@ def blob_collect_one(sha256: str, cutoff: datetime) -> int | None:
             return None
         if ArtifactVersion.objects.filter(blob_id=sha256).exists():
             return None  # an older version still points at it
+        if uploads_holding([sha256]):
+            return None  # a finished upload waits for its tag
         blobs.blob_delete(sha256)
         with connection.cursor() as cursor:
             cursor.execute(
@@ -182,6 +189,7 @@ def blobs_collect(
     """
     cutoff = timezone.now() - grace
     report = GcReport(dry_run=dry_run)
+    report.uploads_removed = uploads_expire(dry_run=dry_run)
     swept = blobs.temp_files_sweep(older_than=cutoff.timestamp(), dry_run=dry_run)
     report.temp_removed, report.temp_bytes = swept.removed, swept.bytes
     report.adopted, adopted_bytes = _adopt_strays(cutoff, dry_run=dry_run)

@@ -4,6 +4,8 @@ the share of validation time waits only outside one)."""
 
 from __future__ import annotations
 
+import re
+
 from django.conf import settings
 from django.db import transaction
 
@@ -13,10 +15,68 @@ from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Artifact
 from artifacts_app.names import KIND_RE, SESSION_ID_RE
 from artifacts_app.registry import FREEFORM_KIND, AgentSpec
-from artifacts_app.tag_input import KEY, SESSION_ID, SOURCE, TITLE, TURN_ID, TagField
+from artifacts_app.tag_input import (
+    CONTENTS_SHA256,
+    CONTENTS_SIZE,
+    KEY,
+    SESSION_ID,
+    SHA256_PATTERN,
+    SOURCE,
+    TITLE,
+    TURN_ID,
+    UPLOAD,
+    UPLOAD_ID_PATTERN,
+    TagField,
+)
 from artifacts_app.values import check_text, check_value
 
 SOURCES = (Artifact.SOURCE_HOST, Artifact.SOURCE_MODEL)
+_UPLOAD_RE = re.compile(UPLOAD_ID_PATTERN)
+_SHA256_RE = re.compile(SHA256_PATTERN)
+
+
+def _check_contents_source(
+    *, has_contents: bool, upload: JSON, contents_sha256: JSON, contents_size: JSON
+) -> None:
+    # The contents come one way at most: bytes, a finished upload, or known contents (hash and
+    # size, both).
+    if upload is not None and not (isinstance(upload, str) and _UPLOAD_RE.fullmatch(upload)):
+        raise ArtifactError(
+            UPLOAD.code, "`upload` is an upload's id, as POST uploads made it.", {"field": "upload"}
+        )
+    if contents_sha256 is not None and not (
+        isinstance(contents_sha256, str) and _SHA256_RE.fullmatch(contents_sha256)
+    ):
+        raise ArtifactError(
+            CONTENTS_SHA256.code,
+            "`contentsSha256` is the contents' sha256 as 64 lowercase hex digits.",
+            {"field": CONTENTS_SHA256.name},
+        )
+    if contents_size is not None and (
+        isinstance(contents_size, bool)
+        or not isinstance(contents_size, int)
+        or not 0 <= contents_size < 2**63
+    ):
+        raise ArtifactError(
+            CONTENTS_SIZE.code,
+            "`contentsSize` is the contents' size in bytes: a whole number, 0 or more.",
+            {"field": CONTENTS_SIZE.name},
+        )
+    if (contents_sha256 is None) != (contents_size is None):
+        missing = CONTENTS_SIZE if contents_size is None else CONTENTS_SHA256
+        raise ArtifactError(
+            "known_contents_incomplete",
+            "Known contents take both `contentsSha256` and `contentsSize`.",
+            {"field": missing.name},
+        )
+    ways = [has_contents, upload is not None, contents_sha256 is not None]
+    if sum(ways) > 1:
+        raise ArtifactError(
+            "contents_conflict",
+            "Send the contents one way: `contents`/`contentsBase64` (or a file part), `upload`, "
+            "or `contentsSha256` with `contentsSize`.",
+            {"fields": ["contents", "contentsBase64", "upload", "contentsSha256"]},
+        )
 
 
 def check_session_id(sid: JSON, *, field: str) -> None:
@@ -124,8 +184,20 @@ def tag_validate(
     source: JSON,
     has_contents: bool,
     content_type: JSON,
+    upload: JSON = None,
+    contents_sha256: JSON = None,
+    contents_size: JSON = None,
 ) -> tuple[str, JSON]:
-    """Every Tag rule that needs no database; answers the kind in force and the parsed data."""
+    """Every Tag rule that needs no database; answers the kind in force and the parsed data.
+    ``has_contents``: bytes came (``contents``); ``upload`` and known contents are the other
+    ways."""
+    _check_contents_source(
+        has_contents=has_contents,
+        upload=upload,
+        contents_sha256=contents_sha256,
+        contents_size=contents_size,
+    )
+    has_contents = has_contents or upload is not None or contents_sha256 is not None
     _check_text(key, KEY)
     if key == "":
         raise ArtifactError(

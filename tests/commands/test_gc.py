@@ -202,4 +202,4 @@ def test_candidates_never_join_whatever_the_statistics():
     for sql in selects:
         plan = explain(sql)
         assert "Join" not in plan, plan
-    assert len(selects) == 4  # a batch and its two lookups, then the empty batch
+    assert len(selects) == 5  # a batch, its lookups (records, versions, uploads), the empty batch

@@ -126,8 +126,9 @@ def test_render_fills_every_placeholder_and_follows_the_limits(tmp_path: Path) -
     )
     site = (out / "nginx" / "artifacts.conf").read_text()
     assert "@" not in re.sub(r"\$\w+|'[^']*'", "", site).replace("@DEPLOY", "")
-    # The site's bound, and the resumable uploads' (the same until ARTIFACTS_MAX_UPLOAD_BYTES).
-    assert site.count(f"client_max_body_size {268435456 + 10485760 + 1048576};") == 2
+    # The site's bound, and the resumable uploads' (ARTIFACTS_MAX_UPLOAD_BYTES, as the server's).
+    assert site.count(f"client_max_body_size {268435456 + 10485760 + 1048576};") == 1
+    assert site.count(f"client_max_body_size {10 * 1024**3};") == 1
     assert "client_body_timeout 20s;" in site
     assert "proxy_read_timeout 180s;" in site  # the body deadline, then the storage's completion
     assert site.count("server 127.0.0.1:9003 max_fails=1 fail_timeout=5s;") == 3  # http, ws, mcp

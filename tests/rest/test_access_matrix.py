@@ -120,6 +120,17 @@ MATRIX: dict[tuple[str, str], dict[str, int]] = {
     ("webhooks/<webhook_id>/replay", "POST"): dict(
         none=401, agent=200, other_agent=403, owner=403, other_user=403, staff=403
     ),
+    # Uploads are the agent key's alone and hidden from the others (404). The key gets 412: the
+    # matrix speaks no tus (Tus-Resumable), and the version is checked once the caller is let in.
+    ("uploads", "POST"): dict(
+        none=401, agent=412, other_agent=404, owner=404, other_user=404, staff=404
+    ),
+    ("uploads/<upload_id>", "PATCH"): dict(
+        none=401, agent=412, other_agent=404, owner=404, other_user=404, staff=404
+    ),
+    ("uploads/<upload_id>", "DELETE"): dict(
+        none=401, agent=412, other_agent=404, owner=404, other_user=404, staff=404
+    ),
 }
 
 PUBLIC_URL = "https://93.184.216.34/hook"  # a public address: no name to resolve
@@ -166,7 +177,7 @@ def _path(world: World, route: str) -> str:
         route = route.replace("<webhook_id>", webhook.public_id)
     path = "/reviewer/v1/" + route.replace("<session_id>", world.alice_session).replace(
         "<artifact_id>", world.content_id
-    ).replace("<number>", "1")
+    ).replace("<number>", "1").replace("<upload_id>", "up_missing")
     return path + "?from=1" if path.endswith("/diff") else path
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from artifacts_app import access, services
 from artifacts_app.access import Action
-from artifacts_app.errors import ArtifactError, ForbiddenError, UnauthenticatedError
+from artifacts_app.errors import ArtifactError, ForbiddenError, NotFoundError, UnauthenticatedError
 from artifacts_app.models import Agent, Artifact, Session
 
 CALLERS = ("agent", "other_agent", "staff", "owner", "other_user", "anonymous")
@@ -23,11 +23,14 @@ YES, OWN = "yes", "own"  # may; may, on sessions it owns (elsewhere: 403, or hid
 _KEY = dict(agent=YES, other_agent=403, staff=403, owner=403, other_user=403, anonymous=401)
 _KEY_STAFF = _KEY | dict(staff=YES)
 _EVERYONE = _KEY_STAFF | dict(owner=OWN, other_user=OWN)
+# The key's alone, and hidden from the others: what they may not touch does not exist for them.
+_KEY_HIDDEN = dict(agent=YES, other_agent=404, staff=404, owner=404, other_user=404, anonymous=401)
 
 EXPECTED: dict[Action, dict[str, str | int]] = {
     Action.READ: _EVERYONE,
     Action.CREATE_SESSION: _KEY | dict(owner=OWN, other_user=OWN),
     Action.TAG: _KEY,
+    Action.UPLOAD: _KEY_HIDDEN,
     Action.DECLARE: _KEY,
     Action.RESTORE: _KEY,
     Action.DELETE: _KEY_STAFF,
@@ -106,6 +109,9 @@ def _attempt(w: World, action: Action) -> Callable[[access.Caller, str], object]
         return lambda caller, who: access.stream_open(caller, w.agent.slug, None)
     if action is Action.WATCH_EVERY_AGENT:
         return lambda caller, who: access.every_stream_open(caller)
+    if action is Action.UPLOAD:
+        hidden = NotFoundError("unknown_route", "There is no such route.")
+        return lambda caller, who: access.require_hidden(caller, w.agent, action, hidden)
     return lambda caller, who: access.require(caller, w.agent, action)
 
 
@@ -116,7 +122,7 @@ def _outcome(attempt: Callable[[access.Caller, str], object], caller: access.Cal
         return 404
     except ArtifactError as error:
         assert error.message, error.code  # every refusal says why
-        return {UnauthenticatedError: 401, ForbiddenError: 403}[type(error)]
+        return {UnauthenticatedError: 401, ForbiddenError: 403, NotFoundError: 404}[type(error)]
     return 200
 
 

@@ -28,7 +28,10 @@ class Command(BaseCommand):
     def handle(self, *args: Any, grace: str, dry_run: bool, **options: Any) -> None:
         span = run_service(lambda: services.parse_duration(grace, option="--grace"))
         report = run_service(lambda: services.blobs_collect(grace=span, dry_run=dry_run))
-        temp = f"{report.temp_removed} temporary file(s) of unfinished uploads, {report.temp_bytes} bytes"
+        temp = (
+            f"{report.temp_removed} temporary file(s) of unfinished uploads, "
+            f"{report.temp_bytes} bytes, and {report.uploads_removed} expired resumable upload(s)"
+        )
         if dry_run:
             self.stdout.write(
                 f"Would remove {report.removed} blob(s), {report.bytes} bytes "

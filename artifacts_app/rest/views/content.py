@@ -73,7 +73,15 @@ class ContentView(AgentView):
                 {"type": "string", "maxLength": 255, "pattern": f"^{s.MEDIA_TYPE_HEADER_PATTERN}$"},
                 OpenApiParameter.HEADER,
                 required=True,
-                description="The content's type (one media type, no comma).",
+                description="The content's type (one media type, no comma); with `Upload-Id`, "
+                "left out: the upload's metadata's.",
+            ),
+            OpenApiParameter(
+                "Upload-Id",
+                str,
+                OpenApiParameter.HEADER,
+                description="A finished resumable upload (POST uploads) as the content, "
+                "instead of the body.",
             ),
         ],
         responses={
@@ -86,6 +94,9 @@ class ContentView(AgentView):
                 "body_timeout",
                 "busy",
                 "unknown_artifact",
+                "invalid_upload",
+                "upload_incomplete",
+                "unknown_upload",
             ),
         },
     )
@@ -93,6 +104,16 @@ class ContentView(AgentView):
         agent = self.agent()
         access.require(self.caller(), agent, access.Action.TAG)  # before reading the body
         content_type = request.META.get("CONTENT_TYPE", "").strip()
+        upload = request.headers.get("Upload-Id")
+        if upload is not None:
+            # A finished resumable upload instead of a body (API.md "Large contents").
+            result = services.artifact_content_put(
+                agent=agent,
+                artifact_id=artifact_id,
+                upload=upload.strip(),
+                content_type=content_type or None,
+            )
+            return json_response(result.record.to_json())
         if not content_type:
             raise ArtifactError(
                 "content_type_required",

@@ -117,3 +117,61 @@ class CuttingProxy:
         self.closed = True
         self.listener.close()
         self.cut()
+
+
+class BudgetProxy:
+    """A TCP proxy whose first connection is dropped once it has passed ``budget`` bytes towards
+    the server (mid-body: a network failure in the middle of an upload); the others pass."""
+
+    def __init__(self, upstream_port: int, budget: int) -> None:
+        self.upstream_port = upstream_port
+        self.budget = budget
+        self.cuts = 0
+        self.connections = 0
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(16)
+        self.port = self.listener.getsockname()[1]
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            up = socket.create_connection(("127.0.0.1", self.upstream_port))
+            first = self.connections == 1
+            threading.Thread(target=self._forward, args=(conn, up, first), daemon=True).start()
+            threading.Thread(target=_pipe, args=(up, conn), daemon=True).start()
+
+    def _forward(self, conn: socket.socket, up: socket.socket, first: bool) -> None:
+        if not first:
+            _pipe(conn, up)
+            return
+        passed = 0
+        try:
+            while chunk := conn.recv(65536):
+                up.sendall(chunk)
+                passed += len(chunk)
+                if passed >= self.budget:
+                    self.cuts += 1
+                    break
+        except OSError:
+            pass
+        for sock in (conn, up):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()

@@ -15,8 +15,11 @@ from agent_artifacts_client.wire import tag_body
 from conftest import Served
 
 # The contents travel as one of these fields (or as a multipart part); the kit takes them as one
-# keyword, ``contents``, and picks the field by the type of what it is given.
-CONTENTS_FIELDS = {"contents", "contentsBase64"}
+# keyword, ``contents``, and picks the field by the type and size of what it is given (large
+# contents: known contents, else a resumable upload, on their own).
+CONTENTS_FIELDS = {"contents", "contentsBase64", "upload", "contentsSha256", "contentsSize"}
+# The kit's own keywords that are no field: how the resumable road reports its progress.
+KIT_ONLY = {"on_progress"}
 
 
 def snake(name: str) -> str:
@@ -41,7 +44,7 @@ def keywords(function) -> dict[str, inspect.Parameter]:
 @pytest.mark.parametrize("tag", [ArtifactsClient.tag, AsyncArtifactsClient.tag])
 def test_tag_takes_every_field_of_the_server_and_requires_what_it_requires(tag, tag_request):
     fields = set(tag_request["properties"])
-    expected = {snake(name) for name in fields - CONTENTS_FIELDS} | {"contents"}
+    expected = {snake(name) for name in fields - CONTENTS_FIELDS} | {"contents"} | KIT_ONLY
     taken = keywords(tag)
     assert set(taken) == expected
     required = {name for name, p in taken.items() if p.default is inspect.Parameter.empty}

@@ -1,4 +1,4 @@
-import { type Contents, withContents } from "./contents.js";
+import { type Contents, largeContents, type Progress, uploadLarge, withContents } from "./contents.js";
 import { ArtifactsError, errorFrom } from "./errors.js";
 import { subscribe, type SubscribeOptions } from "./events.js";
 import { type ArtifactsSpec, type DataOf, declaration, type Where } from "./kinds.js";
@@ -6,7 +6,7 @@ import type { ArtifactEvent, ArtifactRecord, KindsAnswer, Page, Session, Source,
 import { isModelError, toolCallKey, ToolResult } from "./tool.js";
 import { CapturedTurn, type TurnScope, turns } from "./turns.js";
 
-export type { Contents } from "./contents.js";
+export type { Contents, Progress } from "./contents.js";
 export { CapturedTurn } from "./turns.js";
 
 const RETRY_STATUSES = new Set([502, 503, 504]);
@@ -24,6 +24,9 @@ export interface ConnectOptions<S extends ArtifactsSpec = ArtifactsSpec> {
   retries?: number;
   /** The first wait between attempts, doubled each time (default 200 ms). */
   backoffMs?: number;
+  /** Bytes or a Blob past this size (default 8 MiB) go as known contents if the agent stores
+   * them already, else as a resumable upload (tus) that goes on after a dropped connection. */
+  uploadThreshold?: number;
 }
 
 export interface TagInput<K extends string = string, D = unknown> {
@@ -36,6 +39,8 @@ export interface TagInput<K extends string = string, D = unknown> {
   source?: Source;
   contents?: Contents;
   contentType?: string;
+  /** Large contents' progress: bytes the server holds, and bytes in all. */
+  onProgress?: Progress;
 }
 
 export interface ListFilters<K extends string = string, D = unknown> {
@@ -95,6 +100,7 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
   private readonly prefix: string;
   private readonly retries: number;
   private readonly backoffMs: number;
+  private readonly uploadThreshold: number;
 
   constructor(options: ConnectOptions<S>) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
@@ -103,6 +109,7 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
     this.kindsSpec = options.kinds;
     this.retries = options.retries ?? 3;
     this.backoffMs = options.backoffMs ?? 200;
+    this.uploadThreshold = options.uploadThreshold ?? 8 * 1024 * 1024;
     this.prefix = `${this.baseUrl}/${encodeURIComponent(options.agent)}/v1/`;
   }
 
@@ -177,9 +184,18 @@ export class ArtifactsClient<S extends ArtifactsSpec = ArtifactsSpec> {
     }) as Record<string, unknown>;
     body.data = data;
     const keyed = input.key != null;
-    const record = await withContents(input.contents, body, async (call) =>
-      this.json<ArtifactRecord>({ method: "POST", path: "artifacts", ...call, retry: keyed && call.retry }),
-    );
+    const post = (call: { json?: unknown; form?: () => Promise<FormData>; retry: boolean }) =>
+      this.json<ArtifactRecord>({ method: "POST", path: "artifacts", ...call, retry: keyed && call.retry });
+    const large = largeContents(input.contents, this.uploadThreshold);
+    const record = large
+      ? await uploadLarge(large, body, {
+          post,
+          uploads: this.prefix + "uploads",
+          key: this.key,
+          contentType: input.contentType,
+          onProgress: input.onProgress,
+        })
+      : await withContents(input.contents, body, post);
     scope?.turn.records.push(record);
     return record;
   }

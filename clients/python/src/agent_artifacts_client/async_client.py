@@ -14,11 +14,19 @@ from typing import Any, TypeVar
 import httpx
 
 from agent_artifacts_client.client import Target, _identity
-from agent_artifacts_client.errors import from_response
+from agent_artifacts_client.errors import ClientError, from_response
 from agent_artifacts_client.events import subscribe
 from agent_artifacts_client.records import ArtifactRecord, record_from_json
 from agent_artifacts_client.tools import ToolResult
-from agent_artifacts_client.wire import CHUNK, Contents, Op, Request, Wire
+from agent_artifacts_client.wire import (
+    CHUNK,
+    UPLOAD_THRESHOLD,
+    Contents,
+    Op,
+    Progress,
+    Request,
+    Wire,
+)
 
 T = TypeVar("T")
 
@@ -36,9 +44,17 @@ class AsyncArtifactsClient:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.2,
+        upload_threshold: int = UPLOAD_THRESHOLD,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self.wire = Wire(base_url, token, agent, retries=retries, backoff=backoff)
+        self.wire = Wire(
+            base_url,
+            token,
+            agent,
+            retries=retries,
+            backoff=backoff,
+            upload_threshold=upload_threshold,
+        )
         self.http = httpx.AsyncClient(
             headers=self.wire.headers(), timeout=timeout, transport=transport
         )
@@ -73,7 +89,12 @@ class AsyncArtifactsClient:
         try:
             request = next(op)
             while True:
-                request = op.send(await self._send(request))
+                try:
+                    response = await self._send(request)
+                except ClientError as exc:  # the operation may go on (a resumable upload)
+                    request = op.throw(exc)
+                    continue
+                request = op.send(response)
         except StopIteration as done:
             return done.value
         finally:
@@ -102,11 +123,12 @@ class AsyncArtifactsClient:
         source: str | None = None,
         contents: Contents = None,
         content_type: str | None = None,
+        on_progress: Progress | None = None,
     ) -> ArtifactRecord:
         """Tag an artifact; as ``ArtifactsClient.tag``."""
         return await self._run(self.wire.tag(
             data=data, kind=kind, key=key, title=title, session_id=session_id, turn_id=turn_id,
-            source=source, contents=contents, content_type=content_type,
+            source=source, contents=contents, content_type=content_type, on_progress=on_progress,
         ))  # fmt: skip
 
     async def page(

@@ -26,11 +26,19 @@ from typing import IO, Any, TypeVar
 
 import httpx
 
-from agent_artifacts_client.errors import from_response
+from agent_artifacts_client.errors import ClientError, from_response
 from agent_artifacts_client.events import subscribe
 from agent_artifacts_client.records import ArtifactRecord, record_from_json
 from agent_artifacts_client.tools import ToolResult
-from agent_artifacts_client.wire import CHUNK, Contents, Op, Request, Wire
+from agent_artifacts_client.wire import (
+    CHUNK,
+    UPLOAD_THRESHOLD,
+    Contents,
+    Op,
+    Progress,
+    Request,
+    Wire,
+)
 
 T = TypeVar("T")
 Target = str | os.PathLike[str] | IO[bytes]
@@ -60,9 +68,17 @@ class ArtifactsClient:
         timeout: float = 30.0,
         retries: int = 3,
         backoff: float = 0.2,
+        upload_threshold: int = UPLOAD_THRESHOLD,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.wire = Wire(base_url, token, agent, retries=retries, backoff=backoff)
+        self.wire = Wire(
+            base_url,
+            token,
+            agent,
+            retries=retries,
+            backoff=backoff,
+            upload_threshold=upload_threshold,
+        )
         self.http = httpx.Client(headers=self.wire.headers(), timeout=timeout, transport=transport)
 
     def __enter__(self) -> ArtifactsClient:
@@ -95,7 +111,12 @@ class ArtifactsClient:
         try:
             request = next(op)
             while True:
-                request = op.send(self._send(request))
+                try:
+                    response = self._send(request)
+                except ClientError as exc:  # the operation may go on (a resumable upload)
+                    request = op.throw(exc)
+                    continue
+                request = op.send(response)
         except StopIteration as done:
             return done.value
         finally:
@@ -123,12 +144,16 @@ class ArtifactsClient:
         source: str | None = None,
         contents: Contents = None,
         content_type: str | None = None,
+        on_progress: Progress | None = None,
     ) -> ArtifactRecord:
         """Tag an artifact (upsert by ``key``). ``contents``: a ``str`` is sent as text, ``bytes``
-        up to 4 MiB inline, larger bytes, a path or a binary file as a streamed multipart upload."""
+        up to 4 MiB inline, larger bytes, a path or a binary file as a streamed multipart upload;
+        past ``upload_threshold`` (8 MiB; a pipe aside) as known contents if the agent stores them
+        already, else as a resumable upload that goes on after a dropped connection, calling
+        ``on_progress(bytes the server holds, bytes in all)`` as it goes."""
         return self._run(self.wire.tag(
             data=data, kind=kind, key=key, title=title, session_id=session_id, turn_id=turn_id,
-            source=source, contents=contents, content_type=content_type,
+            source=source, contents=contents, content_type=content_type, on_progress=on_progress,
         ))  # fmt: skip
 
     def page(

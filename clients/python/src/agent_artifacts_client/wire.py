@@ -11,9 +11,10 @@ is written in one place and the two clients cannot drift apart.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -29,10 +30,17 @@ T = TypeVar("T")
 Op = Generator["Request", httpx.Response, T]
 
 INLINE_LIMIT = 4 * 1024 * 1024  # bigger bytes (and any file) go multipart, streamed
+# Contents past this many bytes take the resumable road (API.md "Large contents"): known contents
+# first, then a tus upload in chunks of UPLOAD_CHUNK, resumed after a dropped connection.
+UPLOAD_THRESHOLD = 8 * 1024 * 1024
+UPLOAD_CHUNK = 16 * 1024 * 1024
+UPLOAD_RESUMES = 5  # dropped connections one upload goes on after
+TUS = {"Tus-Resumable": "1.0.0"}
 CHUNK = 256 * 1024
 RETRY_STATUSES = frozenset({502, 503, 504})
 
 Contents = str | bytes | bytearray | IO[bytes] | os.PathLike[str] | None
+Progress = Callable[[int, int], None]  # (bytes the server holds, bytes in all)
 
 
 @dataclass
@@ -46,6 +54,8 @@ class Request:
     json: Any = None
     files: dict[str, Any] | None = None
     stream: bool = False
+    headers: dict[str, str] | None = None
+    content: bytes | None = None
     rewind: Any = None  # a file to seek back to its start before a retry
     opened: list[IO[bytes]] = field(default_factory=list)  # files this request opened itself
 
@@ -53,8 +63,12 @@ class Request:
         if self.rewind is not None and hasattr(self.rewind, "seek"):
             self.rewind.seek(0)
         kwargs: dict[str, Any] = {"params": self.params}
+        if self.headers is not None:
+            kwargs["headers"] = self.headers
         if self.files is not None:
             kwargs["files"] = self.files
+        elif self.content is not None:
+            kwargs["content"] = self.content
         elif self.json is not None:
             kwargs["json"] = self.json
         return http.build_request(self.method, self.url, **kwargs)
@@ -108,12 +122,76 @@ def _filters(**filters: Any) -> dict[str, Any]:
     return {names.get(k, k): v for k, v in filters.items() if v is not None}
 
 
+class _Source:
+    """Large contents, read where they are (bytes, a path or a seekable binary file): hashed in
+    one pass, then read a chunk at a time at any offset."""
+
+    def __init__(self, contents: Any, size: int, name: str) -> None:
+        self.contents = contents
+        self.size = size
+        self.name = name
+        self.opened = isinstance(contents, os.PathLike)
+        self.handle: Any = Path(contents).open("rb") if self.opened else contents
+
+    def read_at(self, offset: int, size: int) -> bytes:
+        if isinstance(self.handle, (bytes, bytearray)):
+            return bytes(self.handle[offset : offset + size])
+        self.handle.seek(offset)
+        return bytes(self.handle.read(size))
+
+    def digest(self) -> tuple[str, int]:
+        sha = hashlib.sha256()
+        offset = 0
+        while offset < self.size:
+            chunk = self.read_at(offset, min(CHUNK * 16, self.size - offset))
+            if not chunk:
+                break
+            sha.update(chunk)
+            offset += len(chunk)
+        return sha.hexdigest(), offset
+
+    def close(self) -> None:
+        if self.opened:
+            self.handle.close()
+
+
+def _large(contents: Contents, threshold: int) -> _Source | None:
+    """Contents past ``threshold`` whose size is known and that can be read again (the
+    resumable road); None for the rest (a str, small bytes, a pipe)."""
+    if isinstance(contents, (bytes, bytearray)):
+        return _Source(contents, len(contents), "contents") if len(contents) > threshold else None
+    if isinstance(contents, os.PathLike):
+        size = Path(contents).stat().st_size
+        return _Source(contents, size, Path(contents).name) if size > threshold else None
+    if contents is None or isinstance(contents, str):
+        return None
+    seekable = getattr(contents, "seekable", lambda: False)()
+    if not seekable:
+        return None
+    start = contents.tell()
+    size = contents.seek(0, os.SEEK_END) - start
+    contents.seek(start)
+    if size <= threshold or start:
+        return None
+    return _Source(contents, size, Path(str(getattr(contents, "name", "contents"))).name)
+
+
 class Wire:
     """The routes of one agent (API.md "HTTP routes") as operations."""
 
     def __init__(
-        self, base_url: str, token: str, agent: str, *, retries: int = 3, backoff: float = 0.2
+        self,
+        base_url: str,
+        token: str,
+        agent: str,
+        *,
+        retries: int = 3,
+        backoff: float = 0.2,
+        upload_threshold: int = UPLOAD_THRESHOLD,
+        upload_chunk: int = UPLOAD_CHUNK,
     ) -> None:
+        self.upload_threshold = upload_threshold
+        self.upload_chunk = upload_chunk
         self.base_url = base_url.rstrip("/")
         self.token = token
         self.agent = agent
@@ -175,6 +253,7 @@ class Wire:
         source: str | None = None,
         contents: Contents = None,
         content_type: str | None = None,
+        on_progress: Progress | None = None,
     ) -> Op[ArtifactRecord]:
         body = tag_body(
             data=data, kind=kind, key=key, title=title, session_id=session_id, turn_id=turn_id,
@@ -182,6 +261,9 @@ class Wire:
         )  # fmt: skip
         # A key is the upsert handle: repeating a keyed tag replaces, never duplicates.
         request = Request("POST", self.url("artifacts"), retry=key is not None)
+        large = _large(contents, self.upload_threshold)
+        if large is not None:
+            return (yield from self._tag_large(body, request, large, content_type, on_progress))
         if contents is None:
             request.json = body
         elif isinstance(contents, str):
@@ -206,6 +288,89 @@ class Wire:
             return record_from_json(ok((yield request)))
         finally:
             request.close()
+
+    def _tag_large(
+        self,
+        body: dict[str, Any],
+        request: Request,
+        source: _Source,
+        content_type: str | None,
+        on_progress: Progress | None,
+    ) -> Op[ArtifactRecord]:
+        """Known contents first (nothing sent if the agent stores them), else a resumable upload
+        that goes on from the server's offset after a dropped connection, then the tag."""
+        try:
+            sha, size = source.digest()
+            request.json = {**body, "contentsSha256": sha, "contentsSize": size}
+            response = yield request
+            if response.is_success:
+                if on_progress is not None:
+                    on_progress(size, size)
+                return record_from_json(response.json())
+            error = from_response(response)
+            if error.code != "contents_unknown":
+                raise error
+            upload = yield from self._upload(source, size, content_type, on_progress)
+            request.json = {**body, "upload": upload}
+            return record_from_json(ok((yield request)))
+        finally:
+            source.close()
+
+    def _upload(
+        self, source: _Source, size: int, content_type: str | None, on_progress: Progress | None
+    ) -> Op[str]:
+        metadata = {"filename": source.name, "contentType": content_type}
+        headers = {
+            **TUS,
+            "Upload-Length": str(size),
+            "Upload-Metadata": ",".join(
+                f"{name} {base64.b64encode(value.encode()).decode()}"
+                for name, value in metadata.items()
+                if value
+            ),
+        }
+        made = yield Request("POST", self.url("uploads"), retry=False, headers=headers)
+        if made.status_code != 201:
+            raise from_response(made)
+        url = str(made.url.join(made.headers["Location"]))
+        offset, resumes = 0, 0
+        while offset < size:
+            chunk = source.read_at(offset, min(self.upload_chunk, size - offset))
+            patch = Request(
+                "PATCH",
+                url,
+                retry=False,
+                headers={
+                    **TUS,
+                    "Upload-Offset": str(offset),
+                    "Content-Type": "application/offset+octet-stream",
+                },
+                content=chunk,
+            )
+            try:
+                response = yield patch
+            except ClientError as exc:
+                if exc.code != "connection_error" or resumes >= UPLOAD_RESUMES:
+                    raise
+                resumes += 1
+                # What reached the server is kept: ask where it stands and go on from there.
+                offset = yield from self._offset(url)
+                continue
+            if response.status_code in (409, 423):  # another offset, or the cut PATCH still ends
+                offset = yield from self._offset(url)
+                continue
+            if response.status_code != 204:
+                raise from_response(response)
+            offset = int(response.headers["Upload-Offset"])
+            if on_progress is not None:
+                on_progress(offset, size)
+        return url.rsplit("/", 1)[1]
+
+    def _offset(self, url: str) -> Op[int]:
+        response = yield Request("HEAD", url, retry=True, headers=dict(TUS))
+        if response.status_code != 200:
+            raise from_response(response)
+        return int(response.headers["Upload-Offset"])
 
     def page(self, url: str, params: dict[str, Any] | None) -> Op[tuple[list[Any], str | None]]:
         """One page of a list route: its rows and the absolute URL of the next page (or None)."""
