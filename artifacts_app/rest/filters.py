@@ -62,6 +62,12 @@ def cleaned(filterset_class: Any, params: Any) -> dict[str, Any]:
     data = dict(form.cleaned_data)
     for name, value in data.items():
         if value == "":
+            choices = getattr(form.fields[name], "choices", None)
+            if choices and name in params:
+                # ``source=`` names no source: refused as any value outside the enum (the schema's).
+                allowed = ", ".join(f"`{choice}`" for choice, _ in choices if choice)
+                message = f"Query parameter `{name}`: one of {allowed}."
+                raise ArtifactError("invalid_query", message, {"fields": {name: [message]}})
             data[name] = None
     if data.get("limit") is not None:
         limit = data["limit"]

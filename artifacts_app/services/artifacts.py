@@ -240,6 +240,9 @@ def artifact_content_put(
             raise ValueError("a content PUT takes contents and their type, or an upload")
         stored = blobs.blob_put(contents)
         content = ContentInfo(stored.size, media.canonical(content_type), stored.sha256)
+        head: bytes | None = stored.head
+    else:
+        head = _taken_head(content)
     with transaction.atomic():
         if taken is not None:
             upload_mark_used(taken)
@@ -262,7 +265,7 @@ def artifact_content_put(
             source=row["source"],
             artifact_id=artifact_id,
         )
-        return tag_locked(tag, content, head=stored.head)
+        return tag_locked(tag, content, head=head)
 
 
 def _retag_row(agent: Agent, artifact_id: str) -> ValuesRow:

@@ -211,15 +211,18 @@ def test_other_body_types_are_415(world: World, client):
         ("limit=abc", "invalid_query"),
         ("limit=1.5", "invalid_limit"),
         ("source=human", "invalid_query"),
+        ("source=", "invalid_query"),  # no source named: outside the enum, as `human`
         ("cursor=%21%21notacursor", "invalid_cursor"),
         ("kind=a%00b", "invalid_query"),
         ("cursor=" + _cursor("2026-01-01T00:00:00+00:00|art\x00x"), "invalid_cursor"),
     ],
 )
 def test_list_refuses_bad_query(world: World, client, query, code):
-    response = client.get(f"/reviewer/v1/artifacts?{query}", **bearer(world.agent_key))
-    assert response.status_code == 400, response.content
-    assert envelope_of(response)["code"] == code
+    # The agent's list and the list across agents read the same filters.
+    for path in ("/reviewer/v1/artifacts", "/api/v1/artifacts"):
+        response = client.get(f"{path}?{query}", **bearer(world.agent_key))
+        assert response.status_code == 400, (path, response.content)
+        assert envelope_of(response)["code"] == code
 
 
 @pytest.mark.parametrize(
