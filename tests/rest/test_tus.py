@@ -377,3 +377,28 @@ def test_an_empty_upload_is_finished_when_made(client, key):
     record = orjson.loads(tag(client, key, upload=upload).content)
     assert record["content"]["size"] == 0
     assert record["content"]["sha256"] == hashlib.sha256(b"").hexdigest()
+
+
+def test_an_uploaded_text_content_is_found_by_its_words(client, key):
+    """Search reads the words of a text content that came by upload — in a tag or a content
+    PUT — as it reads those of contents sent inline: found as soon as the tag answers."""
+
+    def found(q):
+        listed = client.get(f"/reviewer/v1/artifacts?q={q}", **bearer(key))
+        assert listed.status_code == 200, listed.content
+        return [record["key"] for record in orjson.loads(listed.content)["results"]]
+
+    text = b"# zanzibar quarterly"
+    upload = made(client, key, len(text), f"contentType {b64('text/markdown')}")
+    assert patch(client, key, upload, 0, text).status_code == 204
+    assert tag(client, key, key="by-upload", upload=upload).status_code == 201
+    assert found("zanzibar") == ["by-upload"]
+    record = orjson.loads(tag(client, key, key="replaced", contents="old words").content)
+    text = b"marmalade nimbus!"
+    upload = made(client, key, len(text), f"contentType {b64('text/plain')}")
+    assert patch(client, key, upload, 0, text).status_code == 204
+    url = f"/reviewer/v1/artifacts/{record['id']}/content"
+    put = client.put(url, b"", content_type="", **bearer(key), HTTP_UPLOAD_ID=upload)
+    assert put.status_code == 200, put.content
+    assert found("marmalade") == ["replaced"]
+    assert found("old") == []
