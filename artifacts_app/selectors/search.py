@@ -35,6 +35,16 @@ ROW_TABLE = "artifacts_app_artifact_fts_row"
 VECTOR_COLUMN = "search_words"
 
 _OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+# SQLite: a record's words have a rowid in its agent's range (the agent's id times 2**40, plus a
+# sequence), so that a search of one agent reads only that agent's part of each word's list (FTS5
+# seeks a rowid range), however many other agents hold the word.
+AGENT_ROWID_BITS = 40
+
+
+def agent_rowids(agent_id: int) -> tuple[int, int]:
+    """The first and last FTS rowid of an agent's records (SQLite)."""
+    low = agent_id << AGENT_ROWID_BITS
+    return low, low + (1 << AGENT_ROWID_BITS) - 1
 
 
 @dataclass(frozen=True)
@@ -63,8 +73,9 @@ def _ts_term(term: Term) -> str:
     return f"'{term.words[0]}':*" if term.prefix else f"'{term.words[0]}'"
 
 
-def text_filter(query: TextQuery) -> Sql:
-    """The records whose words match ``query``."""
+def text_filter(query: TextQuery, agent_id: int | None = None) -> Sql:
+    """The records whose words match ``query`` (of ``agent_id``'s, when given: on SQLite the
+    index is then read within the agent's rowid range)."""
     table = _table()
     if connection.vendor == "postgresql":
         parts = [_ts_term(term) for term in query.include]
@@ -74,6 +85,10 @@ def text_filter(query: TextQuery) -> Sql:
         f"SELECT r.artifact_id FROM {INDEX_TABLE} f JOIN {ROW_TABLE} r ON r.id = f.rowid "
         f"WHERE {INDEX_TABLE} MATCH %s"
     )
+    ranged: tuple[int, ...] = ()
+    if agent_id is not None:
+        matched += " AND f.rowid BETWEEN %s AND %s"
+        ranged = agent_rowids(agent_id)
     clauses: list[str] = []
     params: list[object] = []
     excluded = " OR ".join(_fts_term(term) for term in query.exclude)
@@ -82,12 +97,12 @@ def text_filter(query: TextQuery) -> Sql:
         if excluded:
             expression = f"({expression}) NOT ({excluded})"
         clauses.append(f"{table}.id IN ({matched})")
-        params.append(expression)
+        params += [expression, *ranged]
     else:
         # Only exclusions: records that have been indexed, less those that match.
         clauses.append(f"{table}.id IN (SELECT artifact_id FROM {ROW_TABLE})")
         clauses.append(f"{table}.id NOT IN ({matched})")
-        params.append(excluded)
+        params += [excluded, *ranged]
     return Sql(" AND ".join(clauses), tuple(params))
 
 
@@ -264,13 +279,18 @@ def where_filter(where: Where) -> Sql:
 
 
 def search_filter(
-    qs: QuerySet[Artifact], *, text: TextQuery | None, where: Where | None
+    qs: QuerySet[Artifact],
+    *,
+    text: TextQuery | None,
+    where: Where | None,
+    agent_id: int | None = None,
 ) -> QuerySet[Artifact]:
-    """``qs`` narrowed to the records ``text`` and ``where`` find."""
+    """``qs`` narrowed to the records ``text`` and ``where`` find (``agent_id``: ``qs`` holds
+    only that agent's records)."""
     clauses: list[str] = []
     params: list[object] = []
     for compiled in (
-        text_filter(text) if text is not None else None,
+        text_filter(text, agent_id) if text is not None else None,
         where_filter(where) if where is not None else None,
     ):
         if compiled is not None:
