@@ -105,7 +105,7 @@ def text_filter(query: TextQuery, agent_id: int | None = None) -> Sql:
     params: list[object] = []
     excluded = " OR ".join(_fts_term(term) for term in query.exclude)
     if query.include:
-        expression = " ".join(_fts_term(term) for term in query.include)
+        expression = " AND ".join(_fts_term(term) for term in query.include)
         if excluded:
             expression = f"({expression}) NOT ({excluded})"
         clauses.append(f"{table}.id IN ({matched})")
@@ -311,7 +311,7 @@ def where_filter(where: Where, agent_id: int | None = None) -> Sql:
     compiled = walk(where)
     needed = _needed_words(where) if agent_id is not None else []
     if connection.vendor == "sqlite" and needed:
-        narrowed = text_match(" ".join(needed), agent_id)
+        narrowed = text_match(" AND ".join(needed), agent_id)
         compiled = Sql(f"{narrowed.sql} AND {compiled.sql}", (*narrowed.params, *compiled.params))
     return compiled
 
