@@ -71,22 +71,16 @@ def index_write(
         )
         if cursor.fetchone() is None:
             return False
-    cursor.execute(f"SELECT id FROM {ROW_TABLE} WHERE artifact_id = %s", [artifact_id])
-    found = cursor.fetchone()
-    if found is None:
-        # A new record's words get the next rowid in its agent's range (SQLite runs one write
-        # transaction at a time, so the max is this transaction's own).
-        low, high = agent_rowids(agent_id)
-        cursor.execute(
-            f"SELECT coalesce(max(id) + 1, %s) FROM {ROW_TABLE} WHERE id BETWEEN %s AND %s",
-            [low, low, high],
-        )
-        (rowid,) = cursor.fetchone()
-        cursor.execute(
-            f"INSERT INTO {ROW_TABLE} (id, artifact_id) VALUES (%s, %s)", [rowid, artifact_id]
-        )
-    else:
-        (rowid,) = found
+    # The record's rowid: kept, or for a new record the next in its agent's range (SQLite runs
+    # one write transaction at a time, so the max is this transaction's own). One statement.
+    low, high = agent_rowids(agent_id)
+    cursor.execute(
+        f"INSERT INTO {ROW_TABLE} (id, artifact_id) VALUES ("
+        f"(SELECT coalesce(max(id) + 1, %s) FROM {ROW_TABLE} WHERE id BETWEEN %s AND %s), %s) "
+        "ON CONFLICT (artifact_id) DO UPDATE SET artifact_id = excluded.artifact_id RETURNING id",
+        [low, low, high, artifact_id],
+    )
+    (rowid,) = cursor.fetchone()
     head, tail = doc.fts()
     cursor.execute(
         f"INSERT OR REPLACE INTO {INDEX_TABLE} (rowid, head, tail) VALUES (%s, %s, %s)",
