@@ -108,7 +108,7 @@ def load(records: int, agents_count: int) -> tuple[list, Words]:
 
     from artifacts_app import search, services
     from artifacts_app.models import Agent, Artifact, Blob
-    from artifacts_app.selectors.search import INDEX_TABLE, ROW_TABLE, VECTOR_COLUMN
+    from artifacts_app.selectors.search import INDEX_TABLE, ROW_TABLE, VECTOR_COLUMN, agent_rowids
 
     rng = random.Random(2026)
     words = Words(rng)
@@ -136,7 +136,8 @@ def load(records: int, agents_count: int) -> tuple[list, Words]:
     width = columns.count(",") + 1
     started = time.perf_counter()
     batch: list[tuple] = []
-    fts: list[tuple[str, str, str]] = []
+    fts: list[tuple[int, str, str, str]] = []
+    next_rowid = {agent.pk: agent_rowids(agent.pk)[0] for agent in agents}
 
     def flush() -> None:
         if not batch:
@@ -150,20 +151,14 @@ def load(records: int, agents_count: int) -> tuple[list, Words]:
                 f"INSERT INTO {table} ({columns}) VALUES {values}",
                 [value for row in batch for value in row],
             )
-            if not postgres:
+            if not postgres:  # rowids in each agent's range, as the tag gives them
                 cursor.executemany(
-                    f"INSERT INTO {ROW_TABLE} (artifact_id) VALUES (%s)",
-                    [(artifact_id,) for artifact_id, _, _ in fts],
+                    f"INSERT INTO {ROW_TABLE} (id, artifact_id) VALUES (%s, %s)",
+                    [(rowid, artifact_id) for rowid, artifact_id, _, _ in fts],
                 )
-                cursor.execute(
-                    f"SELECT id, artifact_id FROM {ROW_TABLE} WHERE artifact_id IN "
-                    f"({', '.join(['%s'] * len(fts))})",
-                    [artifact_id for artifact_id, _, _ in fts],
-                )
-                rowids = dict((a, r) for r, a in cursor.fetchall())
                 cursor.executemany(
                     f"INSERT INTO {INDEX_TABLE} (rowid, head, tail) VALUES (%s, %s, %s)",
-                    [(rowids[a], head, tail) for a, head, tail in fts],
+                    [(rowid, head, tail) for rowid, _, head, tail in fts],
                 )
         batch.clear()
         fts.clear()
@@ -198,7 +193,8 @@ def load(records: int, agents_count: int) -> tuple[list, Words]:
             row.append(doc.tsvector())
         else:
             head, tail = doc.fts()
-            fts.append((artifact_id, head, tail))
+            fts.append((next_rowid[agent.pk], artifact_id, head, tail))
+            next_rowid[agent.pk] += 1
         batch.append(tuple(row))
         if len(batch) == 500:
             flush()

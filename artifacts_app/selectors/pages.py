@@ -158,7 +158,7 @@ def artifacts_page(
         check_text(value, field=name, code="invalid_query")
     text, condition = search.check_q(q), search.check_where(where)
     qs = Artifact.objects.filter(agent_id=agent.pk)
-    qs = search_filter(qs, text=text, where=condition)
+    qs = search_filter(qs, text=text, where=condition, agent_id=agent.pk)
     if visible is not None:
         qs = qs.filter(visible)
     if kind is not None:

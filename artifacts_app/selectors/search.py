@@ -19,6 +19,7 @@ import orjson
 from django.db import connection
 from django.db.models import QuerySet
 
+from artifacts_app import search
 from artifacts_app.models import Artifact
 from artifacts_app.search import (
     All,
@@ -35,6 +36,16 @@ ROW_TABLE = "artifacts_app_artifact_fts_row"
 VECTOR_COLUMN = "search_words"
 
 _OPS = {"$gt": ">", "$gte": ">=", "$lt": "<", "$lte": "<="}
+# SQLite: a record's words have a rowid in its agent's range (the agent's id times 2**40, plus a
+# sequence), so that a search of one agent reads only that agent's part of each word's list (FTS5
+# seeks a rowid range), however many other agents hold the word.
+AGENT_ROWID_BITS = 40
+
+
+def agent_rowids(agent_id: int) -> tuple[int, int]:
+    """The first and last FTS rowid of an agent's records (SQLite)."""
+    low = agent_id << AGENT_ROWID_BITS
+    return low, low + (1 << AGENT_ROWID_BITS) - 1
 
 
 @dataclass(frozen=True)
@@ -63,31 +74,47 @@ def _ts_term(term: Term) -> str:
     return f"'{term.words[0]}':*" if term.prefix else f"'{term.words[0]}'"
 
 
-def text_filter(query: TextQuery) -> Sql:
-    """The records whose words match ``query``."""
+def _matched(agent_id: int | None) -> tuple[str, tuple[int, ...]]:
+    """SQLite: the ids of the records whose words match an FTS5 expression (the first
+    parameter), within ``agent_id``'s rowid range when given (its bounds: the rest)."""
+    matched = (
+        f"SELECT r.artifact_id FROM {INDEX_TABLE} f JOIN {ROW_TABLE} r ON r.id = f.rowid "
+        f"WHERE {INDEX_TABLE} MATCH %s"
+    )
+    if agent_id is None:
+        return matched, ()
+    return matched + " AND f.rowid BETWEEN %s AND %s", agent_rowids(agent_id)
+
+
+def text_match(expression: str, agent_id: int | None) -> Sql:
+    """SQLite: the records whose words match the FTS5 ``expression`` (built of quoted words)."""
+    matched, ranged = _matched(agent_id)
+    return Sql(f"{_table()}.id IN ({matched})", (expression, *ranged))
+
+
+def text_filter(query: TextQuery, agent_id: int | None = None) -> Sql:
+    """The records whose words match ``query`` (of ``agent_id``'s, when given: on SQLite the
+    index is then read within the agent's rowid range)."""
     table = _table()
     if connection.vendor == "postgresql":
         parts = [_ts_term(term) for term in query.include]
         parts += [f"!{_ts_term(term)}" for term in query.exclude]
         return Sql(f"{table}.{VECTOR_COLUMN} @@ %s::tsquery", (" & ".join(parts),))
-    matched = (
-        f"SELECT r.artifact_id FROM {INDEX_TABLE} f JOIN {ROW_TABLE} r ON r.id = f.rowid "
-        f"WHERE {INDEX_TABLE} MATCH %s"
-    )
+    matched, ranged = _matched(agent_id)
     clauses: list[str] = []
     params: list[object] = []
     excluded = " OR ".join(_fts_term(term) for term in query.exclude)
     if query.include:
-        expression = " ".join(_fts_term(term) for term in query.include)
+        expression = " AND ".join(_fts_term(term) for term in query.include)
         if excluded:
             expression = f"({expression}) NOT ({excluded})"
         clauses.append(f"{table}.id IN ({matched})")
-        params.append(expression)
+        params += [expression, *ranged]
     else:
         # Only exclusions: records that have been indexed, less those that match.
         clauses.append(f"{table}.id IN (SELECT artifact_id FROM {ROW_TABLE})")
         clauses.append(f"{table}.id NOT IN ({matched})")
-        params.append(excluded)
+        params += [excluded, *ranged]
     return Sql(" AND ".join(clauses), tuple(params))
 
 
@@ -244,7 +271,28 @@ class _PostgreSQL:
         )
 
 
-def where_filter(where: Where) -> Sql:
+def _needed_words(where: Where) -> list[str]:
+    """FTS5 expressions that every record ``where`` finds must match: the words of the strings it
+    requires equal (``$eq``, ``$contains``, ``$in`` as alternatives) outside ``$or``. Every string
+    in ``data`` is indexed as words, so they narrow a search of one agent to the few records that
+    hold them before the JSON is read (SQLite has no index over JSON paths)."""
+    if isinstance(where, All):
+        return [needed for part in where.parts for needed in _needed_words(part)]
+    if not isinstance(where, Condition):
+        return []
+    values = where.value if where.op == "$in" else (where.value,)
+    if where.op not in ("$eq", "$contains", "$in") or not isinstance(values, tuple):
+        return []
+    alternatives = []
+    for value in values:
+        found = search.words(value) if isinstance(value, str) else []
+        if not found:
+            return []  # a value without words (a number, "", "—") narrows nothing
+        alternatives.append("(" + " AND ".join(f'"{word}"' for word in found) + ")")
+    return ["(" + " OR ".join(alternatives) + ")"]
+
+
+def where_filter(where: Where, agent_id: int | None = None) -> Sql:
     """The records whose ``data`` satisfies ``where``."""
     column = f"{_table()}.{connection.ops.quote_name('data')}"
     compiler = _PostgreSQL(column) if connection.vendor == "postgresql" else _SQLite(column)
@@ -260,18 +308,28 @@ def where_filter(where: Where) -> Sql:
             tuple(x for p in parts for x in p.params),
         )
 
-    return walk(where)
+    compiled = walk(where)
+    needed = _needed_words(where) if agent_id is not None else []
+    if connection.vendor == "sqlite" and needed:
+        narrowed = text_match(" AND ".join(needed), agent_id)
+        compiled = Sql(f"{narrowed.sql} AND {compiled.sql}", (*narrowed.params, *compiled.params))
+    return compiled
 
 
 def search_filter(
-    qs: QuerySet[Artifact], *, text: TextQuery | None, where: Where | None
+    qs: QuerySet[Artifact],
+    *,
+    text: TextQuery | None,
+    where: Where | None,
+    agent_id: int | None = None,
 ) -> QuerySet[Artifact]:
-    """``qs`` narrowed to the records ``text`` and ``where`` find."""
+    """``qs`` narrowed to the records ``text`` and ``where`` find (``agent_id``: ``qs`` holds
+    only that agent's records)."""
     clauses: list[str] = []
     params: list[object] = []
     for compiled in (
-        text_filter(text) if text is not None else None,
-        where_filter(where) if where is not None else None,
+        text_filter(text, agent_id) if text is not None else None,
+        where_filter(where, agent_id) if where is not None else None,
     ):
         if compiled is not None:
             clauses.append(compiled.sql)

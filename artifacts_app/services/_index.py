@@ -16,7 +16,7 @@ from django.db.backends.utils import CursorWrapper
 from artifacts_app import search
 from artifacts_app.jsontypes import JSON
 from artifacts_app.models import Artifact, Blob
-from artifacts_app.selectors.search import INDEX_TABLE, ROW_TABLE, VECTOR_COLUMN
+from artifacts_app.selectors.search import INDEX_TABLE, ROW_TABLE, VECTOR_COLUMN, agent_rowids
 
 
 def _q(cursor: CursorWrapper, name: str) -> str:
@@ -45,6 +45,7 @@ def index_write(
     cursor: CursorWrapper,
     artifact_id: str,
     *,
+    agent_id: int,
     kind: str,
     key: str | None,
     title: str | None,
@@ -70,10 +71,14 @@ def index_write(
         )
         if cursor.fetchone() is None:
             return False
+    # The record's rowid: kept, or for a new record the next in its agent's range (SQLite runs
+    # one write transaction at a time, so the max is this transaction's own). One statement.
+    low, high = agent_rowids(agent_id)
     cursor.execute(
-        f"INSERT INTO {ROW_TABLE} (artifact_id) VALUES (%s) ON CONFLICT (artifact_id) "
-        "DO UPDATE SET artifact_id = excluded.artifact_id RETURNING id",
-        [artifact_id],
+        f"INSERT INTO {ROW_TABLE} (id, artifact_id) VALUES ("
+        f"(SELECT coalesce(max(id) + 1, %s) FROM {ROW_TABLE} WHERE id BETWEEN %s AND %s), %s) "
+        "ON CONFLICT (artifact_id) DO UPDATE SET artifact_id = excluded.artifact_id RETURNING id",
+        [low, low, high, artifact_id],
     )
     (rowid,) = cursor.fetchone()
     head, tail = doc.fts()
@@ -89,6 +94,7 @@ class Unindexed(NamedTuple):
     JSON text on SQLite, decoded on PostgreSQL)."""
 
     id: str
+    agent_id: int
     kind: str
     key: str | None
     title: str | None
@@ -108,7 +114,7 @@ def unindexed(cursor: CursorWrapper, *, after: str, size: int) -> list[Unindexed
     else:
         missing = f"NOT EXISTS (SELECT 1 FROM {ROW_TABLE} r WHERE r.artifact_id = a.id)"
     cursor.execute(
-        f"SELECT a.id, a.kind, a.{_q(cursor, 'key')}, a.title, a.data, a.version, a.blob_id, "
+        f"SELECT a.id, a.agent_id, a.kind, a.{_q(cursor, 'key')}, a.title, a.data, a.version, a.blob_id, "
         f"a.content_type, b.words FROM {table} a LEFT JOIN {blobs} b ON b.sha256 = a.blob_id "
         f"WHERE a.id > %s AND {missing} ORDER BY a.id LIMIT %s",
         [after, size],

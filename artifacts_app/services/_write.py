@@ -116,6 +116,7 @@ def _index_write(
     _index.index_write(
         cursor,
         artifact_id,
+        agent_id=tag.agent.pk,
         kind=tag.kind,
         key=tag.key,
         title=tag.title,

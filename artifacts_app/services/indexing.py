@@ -55,6 +55,7 @@ def search_backfill(*, batch: int = 500, on_batch: Callable[[int, str], None] | 
                 if _index.index_write(
                     cursor,
                     row.id,
+                    agent_id=row.agent_id,
                     kind=row.kind,
                     key=row.key,
                     title=row.title,

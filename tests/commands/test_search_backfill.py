@@ -56,7 +56,7 @@ def test_backfill_leaves_a_record_tagged_meanwhile_as_its_tag_indexed_it(freefor
     # A write of words read before a tag (an older version) changes nothing.
     with connection.cursor() as cursor:
         assert not _index.index_write(
-            cursor, ids[2], kind="note", key="k2", title=None, data={"w": "stale"}, content=None,
+            cursor, ids[2], agent_id=freeform.pk, kind="note", key="k2", title=None, data={"w": "stale"}, content=None,
             version=1,
         )  # fmt: skip
     assert found(freeform, "stale") == set()

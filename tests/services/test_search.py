@@ -298,3 +298,10 @@ def test_backfill_indexes_records_stored_before_the_index(freeform):
     assert found(freeform, q="rowan") == {"old"}
     assert found(freeform, q="elderberry") == {"old"}
     assert services.search_backfill(batch=1) == 0
+
+
+def test_where_requiring_several_strings_and_q_together(notes):
+    where = {"text": "quick thinking", "who.name": {"$in": ["Zoë", "Ana"]}}
+    assert found(notes, where=where) == {"b"}
+    assert found(notes, where={"$and": [{"text": "brown bread"}, {"flag": True}]}) == {"c"}
+    assert found(notes, q="bread brown", where={"text": {"$in": ["brown bread", "x"]}}) == {"c"}
