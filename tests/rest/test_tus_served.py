@@ -169,6 +169,40 @@ def test_a_second_patch_while_one_writes_is_locked_out(served):
     assert tag_with(client, url)["content"]["sha256"] == hashlib.sha256(data).hexdigest()
 
 
+def test_a_chunked_patch_past_the_length_is_refused_and_the_upload_goes_on(served):
+    """A streamed (chunked) PATCH says no length, so the server counts: past ``Upload-Length`` it
+    answers 413 ``upload_past_length``; what it reports as the offset is kept, and the upload is
+    finished from there with exactly its bytes."""
+    server, client, key = served
+    data = payload(3 * MIB, 4)
+    url = made(client, len(data))
+
+    def too_long():
+        yield data
+        yield b"x" * MIB  # a mebibyte more than the upload holds
+
+    past = client.patch(
+        url,
+        content=too_long(),  # an iterator: httpx sends it chunked
+        headers={
+            **TUS,
+            "Upload-Offset": "0",
+            "Content-Type": "application/offset+octet-stream",
+        },
+    )
+    assert past.status_code == 413, past.text
+    assert past.json()["error"]["code"] == "upload_past_length"
+    wait_for(lambda: free(client, url), "the refused PATCH to end")
+    kept = offset(client, url)
+    assert kept <= len(data)
+    if kept < len(data):
+        uploader = tus(server, key).uploader(file_stream=io.BytesIO(data), url=url, chunk_size=MIB)
+        assert uploader.offset == kept
+        uploader.upload()
+    record = tag_with(client, url)
+    assert record["content"]["sha256"] == hashlib.sha256(data).hexdigest()
+
+
 @pytest.mark.slow
 def test_a_server_killed_mid_upload_resumes_with_every_byte_kept(served):
     """SIGKILL mid-PATCH: what the server reported stays stored; the client asks the offset of
