@@ -149,13 +149,7 @@ def artifacts_page(
     and ``where`` search them (API.md "Search": JSON text or the parsed object)."""
     agent = agent_get(agent)
     size = check_limit(limit)
-    for name, value in (
-        ("kind", kind),
-        ("sessionId", session_id),
-        ("key", key),
-        ("source", source),
-    ):
-        check_text(value, field=name, code="invalid_query")
+    _check_filters(kind=kind, session_id=session_id, key=key, source=source)
     text, condition = search.check_q(q), search.check_where(where)
     qs = Artifact.objects.filter(agent_id=agent.pk)
     qs = search_filter(qs, text=text, where=condition, agent_id=agent.pk)
@@ -175,6 +169,26 @@ def artifacts_page(
     return keyset_page(
         qs, moment="updated_at", tiebreak="id", fields=RECORD_FIELDS, size=size, cursor=cursor
     )
+
+
+def _check_filters(
+    *,
+    kind: str | None,
+    session_id: str | None,
+    key: str | None,
+    source: str | None,
+    agents: Sequence[str] | None = None,
+) -> None:
+    """The list's text filters, as one agent's list and the list across agents take them: each
+    a text the database can hold, else 400 ``invalid_query`` naming it."""
+    for name, value in (
+        ("kind", kind),
+        ("sessionId", session_id),
+        ("key", key),
+        ("source", source),
+        *(("agent", slug) for slug in agents or ()),
+    ):
+        check_text(value, field=name, code="invalid_query")
 
 
 ACROSS_FIELDS = (*RECORD_FIELDS, "agent__slug")
@@ -203,14 +217,7 @@ def artifacts_across(
     own agent for an agent key). ``since``/``until`` bound ``updated_at`` (``since`` included,
     ``until`` excluded: the admin's home)."""
     size = check_limit(limit)
-    for name, value in (
-        ("kind", kind),
-        ("sessionId", session_id),
-        ("key", key),
-        ("source", source),
-        *(("agent", slug) for slug in agents or ()),
-    ):
-        check_text(value, field=name, code="invalid_query")
+    _check_filters(kind=kind, session_id=session_id, key=key, source=source, agents=agents)
     if agents is not None and len(agents) > MAX_AGENTS:
         raise ArtifactError(
             "invalid_query",
